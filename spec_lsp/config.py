@@ -1,0 +1,138 @@
+"""Every setting, declared once.
+
+The same pydantic model feeds the CLI flags, `SPEC_LSP_*` environment variables, the editor's
+`initializationOptions` / `workspace/didChangeConfiguration`, and `spec-lsp schema` (from which
+the editors' settings are generated). Editor-facing names are camelCase; Python names snake_case.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+ENV_PREFIX = "SPEC_LSP_"
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True
+    )
+
+    model: str | None = Field(
+        None, description="Path to the target GGUF model. Empty: the pulled Qwen2.5-Coder-1.5B."
+    )
+    draft_model: str | None = Field(
+        None, description="Path to a draft GGUF model (drafter 'model'). Empty: the pulled SmolLM2-135M."
+    )
+    drafter: Literal["none", "ngram", "model"] = Field(
+        "ngram", description="Where draft tokens come from: none, n-gram lookup, or a draft model."
+    )
+    draft_policy: Literal["adaptive", "fixed"] = Field(
+        "adaptive",
+        description="adaptive: choose the draft length each round from acceptance and measured costs; fixed: always draftMax.",
+    )
+    draft_max: int = Field(16, ge=0, le=64, description="Longest draft per round.")
+    draft_min: int = Field(
+        0, ge=0, le=64, description="Shortest draft worth verifying (shorter drafts are dropped)."
+    )
+    draft_p_min: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Fixed policy: stop drafting when the draft's top probability falls below this (llama-server's --draft-p-min).",
+    )
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")
+    top_k: int = Field(40, ge=0, le=1000, description="Top-k truncation when sampling (0: off).")
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus truncation when sampling.")
+    seed: int | None = Field(None, description="Sampling seed (empty: random).")
+    max_tokens: int = Field(64, ge=1, le=1024, description="Most tokens generated per completion.")
+    multiline: Literal["auto", "always", "never"] = Field(
+        "auto", description="Multi-line completions: auto (at empty lines and blocks), always, never."
+    )
+    context_size: int = Field(4096, ge=256, le=131072, description="Context window (tokens).")
+    threads: int | None = Field(None, ge=1, le=256, description="CPU threads (empty: all cores).")
+    gpu_layers: int = Field(0, ge=-1, le=1000, description="Layers offloaded to a GPU (-1: all).")
+    prefix_tokens: int = Field(
+        384, ge=16, le=16384, description="Token budget for text before the cursor."
+    )
+    suffix_tokens: int = Field(
+        96, ge=0, le=16384, description="Token budget for text after the cursor."
+    )
+    fim_template: str = Field(
+        "auto",
+        description="FIM template: auto (from the model's tokens), or qwen, starcoder, codellama, deepseek, codestral, codegemma, none.",
+    )
+    debounce_ms: int = Field(0, ge=0, le=5000, description="Wait this long for more typing before completing.")
+    cache: bool = Field(True, description="Reuse work between keystrokes (KV prefix, typed-through, drafts).")
+    precompute: bool = Field(True, description="Compute the next suggestion while idle.")
+    enable: bool = Field(True, description="Offer completions at all.")
+    max_document_chars: int = Field(
+        2_000_000, ge=1000, description="Documents longer than this get no completions."
+    )
+
+    @field_validator("model", "draft_model")
+    @classmethod
+    def _expand_path(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return str(Path(os.path.expandvars(value)).expanduser())
+
+    @field_validator("fim_template")
+    @classmethod
+    def _known_template(cls, value: str) -> str:
+        allowed = {"auto", "qwen", "starcoder", "codellama", "deepseek", "codestral", "codegemma", "none"}
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(sorted(allowed))}")
+        return value
+
+
+def editor_keys() -> set[str]:
+    return {f.alias or name for name, f in Settings.model_fields.items()} | set(Settings.model_fields)
+
+
+def merge(base: Settings, changes: Mapping[str, Any]) -> tuple[Settings, list[str], list[str]]:
+    """Apply editor/env changes to `base`.
+
+    Returns (settings, errors, unknown_keys). On any error the base settings are returned
+    unchanged, so the last good settings stay in force; each error names the setting and why.
+    """
+    known = editor_keys()
+    unknown = sorted(k for k in changes if k not in known)
+    data = base.model_dump(by_alias=True)
+    data.update({_alias(k): v for k, v in changes.items() if k in known})
+    try:
+        return Settings.model_validate(data), [], unknown
+    except ValidationError as exc:
+        return base, [_describe(err) for err in exc.errors()], unknown
+
+
+def from_env(base: Settings, environ: Mapping[str, str] | None = None) -> tuple[Settings, list[str]]:
+    """Read SPEC_LSP_<SNAKE_NAME> variables (e.g. SPEC_LSP_DRAFT_MAX=8)."""
+    environ = os.environ if environ is None else environ
+    changes: dict[str, Any] = {}
+    for name in Settings.model_fields:
+        raw = environ.get(ENV_PREFIX + name.upper())
+        if raw is not None:
+            changes[name] = None if raw == "" else raw
+    settings, errors, _ = merge(base, changes)
+    return settings, errors
+
+
+def schema() -> dict[str, Any]:
+    """JSON schema of the editor-facing settings (camelCase keys)."""
+    return Settings.model_json_schema(by_alias=True)
+
+
+def _alias(key: str) -> str:
+    field = Settings.model_fields.get(key)
+    return (field.alias or key) if field else key
+
+
+def _describe(err: Mapping[str, Any]) -> str:
+    where = ".".join(str(p) for p in err.get("loc", ())) or "settings"
+    return f"setting '{where}': {err.get('msg', 'invalid value')} (got {err.get('input')!r})"

@@ -1,0 +1,81 @@
+"""The one interface the engine has to a model: tokens in, logits out, a KV cache to trim.
+
+A backend holds one sequence of tokens in its KV cache (`tokens`). `evaluate` appends tokens and
+returns logits for the rows asked; `truncate` drops the tail (rejected draft tokens, edited text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    path: str
+    name: str
+    architecture: str
+    n_vocab: int
+    n_ctx_train: int
+    special: dict[str, int] = field(default_factory=dict)  # role -> id: bos, eos, eot, fim_pre, ...
+    stop_ids: frozenset[int] = frozenset()  # tokens that end a generation (EOS, EOT, FIM end ...)
+    supports_rollback: bool = True  # False for sliding-window / recurrent models
+    vocab_fingerprint: str = ""  # hash of the token texts: equal fingerprints share a vocabulary
+
+
+class ModelBackend(Protocol):
+    info: ModelInfo
+
+    @property
+    def tokens(self) -> list[int]:
+        """Tokens whose keys and values are in the cache, in order."""
+        ...
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]: ...
+
+    def token_bytes(self, token: int) -> bytes: ...
+
+    def evaluate(self, tokens: Sequence[int], *, logits_from: int) -> np.ndarray:
+        """Append `tokens` to the cache; return logits rows for tokens[logits_from:]."""
+        ...
+
+    def truncate(self, n_keep: int) -> None:
+        """Keep only the first `n_keep` cached tokens."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def detokenize(model: ModelBackend, tokens: Sequence[int]) -> str:
+    return b"".join(model.token_bytes(t) for t in tokens).decode("utf-8", errors="replace")
+
+
+def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def sync(model: ModelBackend, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
+    """Make the cache hold exactly `tokens`, evaluating only what differs from what it holds.
+
+    Returns the logits after the last token and the number of tokens evaluated. At least the
+    last token is evaluated (its logits are not kept), so this is never a no-op.
+    """
+    if not tokens:
+        raise ValueError("cannot sync an empty token sequence")
+    keep = min(common_prefix_len(model.tokens, tokens), len(tokens) - 1)
+    if not model.info.supports_rollback and keep < len(model.tokens):
+        keep = 0  # no partial removal on this architecture: start over
+    model.truncate(keep)
+    rest = list(tokens[keep:])
+    logits = model.evaluate(rest, logits_from=len(rest) - 1)
+    return logits[-1], len(rest)

@@ -1,0 +1,116 @@
+"""Plain data crossing the engine's boundary: requests, completions, statistics, cancellation.
+
+No pygls, no lsprotocol, no llama_cpp: strings, token ids and numbers only.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How the target picks tokens. temperature 0 means greedy (argmax)."""
+
+    temperature: float = 0.0
+    top_k: int = 0  # 0: no top-k truncation
+    top_p: float = 1.0  # 1.0: no nucleus truncation
+    seed: int | None = None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature <= 0.0
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    """Complete at the cursor of a document: the text before it and the text after it."""
+
+    prefix: str
+    suffix: str = ""
+    document_id: str = ""  # the editor's URI; keys the caches and the per-document statistics
+    file_name: str = ""  # for templates with a place for it
+    language: str = ""
+    max_tokens: int = 64
+    multiline: bool | None = None  # None: decide from the cursor's context
+    sampling: SamplingParams = field(default_factory=SamplingParams)
+    stop: tuple[str, ...] = ()
+    version: int = 0  # document version, for logs and stale-request detection
+
+
+@dataclass
+class DecodeStats:
+    """What one generation did. Every field is data, none is a log line."""
+
+    tokens: int = 0  # tokens generated (committed)
+    drafted: int = 0  # draft tokens proposed to the target
+    accepted: int = 0  # draft tokens the target accepted
+    rounds: int = 0  # verify rounds (one target pass each)
+    target_passes: int = 0  # llama_decode calls on the target, prompt included
+    prompt_tokens: int = 0  # tokens in the prompt
+    prompt_tokens_evaluated: int = 0  # of those, evaluated now (the rest came from the KV cache)
+    prompt_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    draft_seconds: float = 0.0
+    k_trace: list[int] = field(default_factory=list)  # draft length chosen per round
+    accepted_trace: list[int] = field(default_factory=list)  # accepted per round
+    acceptance_estimate: float | None = None  # the policy's running estimate at the end
+    drafter: str = "none"
+    stop_reason: str = ""  # max_tokens | eos | stop_string | cancelled | context_full
+    cache: str = "none"  # which cache served the request: none | typed_through | ...
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.decode_seconds if self.decode_seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["acceptance_rate"] = round(self.acceptance_rate, 4)
+        data["tokens_per_second"] = round(self.tokens_per_second, 2)
+        return data
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The text to insert at the cursor (after post-processing) and how it was made."""
+
+    text: str
+    stats: DecodeStats
+    raw_text: str = ""  # the model's continuation before post-processing
+
+
+class Cancelled(Exception):
+    """Raised inside the engine when a request's CancelToken fires; never escapes to the user."""
+
+
+class CancelToken:
+    """Cooperative cancellation: set by the scheduler, polled by the decode loop between rounds."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        self.reason = self.reason or reason
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        if self._event.is_set():
+            raise Cancelled(self.reason)
+
+
+class EngineError(Exception):
+    """A failure the user can fix (missing model, bad file, vocabulary mismatch).
+
+    The message names what is wrong and the fix; the server shows it once and keeps running.
+    """
