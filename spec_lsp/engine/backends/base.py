@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+from spec_lsp.engine.types import EngineError
 
 
 @dataclass(frozen=True)
@@ -24,6 +27,7 @@ class ModelInfo:
     stop_ids: frozenset[int] = frozenset()  # tokens that end a generation (EOS, EOT, FIM end ...)
     supports_rollback: bool = True  # False for sliding-window / recurrent models
     vocab_fingerprint: str = ""  # hash of the token texts: equal fingerprints share a vocabulary
+    add_bos: bool = False  # the model expects a BOS token before the prompt
 
 
 class ModelBackend(Protocol):
@@ -79,3 +83,19 @@ def sync(model: ModelBackend, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
     rest = list(tokens[keep:])
     logits = model.evaluate(rest, logits_from=len(rest) - 1)
     return logits[-1], len(rest)
+
+
+def check_model_file(path: str, *, what: str = "model") -> Path:
+    """Fail early, with the fix in the message, on a missing, unreadable or non-GGUF file."""
+    file = Path(path)
+    fix = f"Set `{what}` to a .gguf file, or run `spec-lsp models pull` for the defaults."
+    if not file.is_file():
+        raise EngineError(f"{what} file not found: {file}. {fix}")
+    try:
+        with file.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise EngineError(f"cannot read {what} file {file}: {exc.strerror}. {fix}") from exc
+    if magic != b"GGUF":
+        raise EngineError(f"{what} file {file} is not a GGUF model (bad magic {magic!r}). {fix}")
+    return file

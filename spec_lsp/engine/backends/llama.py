@@ -1,0 +1,179 @@
+"""The only module that touches llama-cpp-python (private attributes included).
+
+Loads a GGUF with `Llama` (weights, context, tokenizer), then drives `llama_decode` directly with
+its own batch so logits are computed only for the rows the decode loop asks for (no
+`logits_all`), and trims the KV cache with `llama_memory_seq_rm` when drafts are rejected.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import logging
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spec_lsp.engine.backends.base import ModelInfo, check_model_file
+from spec_lsp.engine.types import EngineError
+
+log = logging.getLogger(__name__)
+
+SPECIAL_ROLES = ("bos", "eos", "eot", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+
+
+class LlamaModel:
+    """One GGUF model with one KV sequence, driven token by token."""
+
+    def __init__(self, path: str, *, n_ctx: int, threads: int | None = None, gpu_layers: int = 0,
+                 n_batch: int = 512, what: str = "model") -> None:
+        import llama_cpp
+
+        self._lib = llama_cpp
+        file = check_model_file(path, what=what)
+        threads = threads or os.cpu_count() or 1
+        try:
+            self._llm = llama_cpp.Llama(
+                model_path=str(file), n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch,
+                n_threads=threads, n_threads_batch=threads, n_gpu_layers=gpu_layers,
+                logits_all=False, verbose=False,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise EngineError(
+                f"llama.cpp could not load {what} {file} with a {n_ctx}-token context ({exc}). "
+                "The file may be truncated or of an unsupported architecture, or the context may "
+                "not fit in memory: pull the model again or lower `contextSize`."
+            ) from exc
+        self._ctx = self._llm._ctx.ctx
+        self._model = self._llm._model.model
+        self._vocab = llama_cpp.llama_model_get_vocab(self._model)
+        self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
+        self._n_batch = n_batch
+        self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self._tokens: list[int] = []
+        self._pieces: dict[int, bytes] = {}
+        self.threads = threads
+        self.info = self._read_info(file)
+
+    # -- the ModelBackend protocol ------------------------------------------------------------
+    @property
+    def tokens(self) -> list[int]:
+        return self._tokens
+
+    @property
+    def n_ctx(self) -> int:
+        return int(self._lib.llama_n_ctx(self._ctx))
+
+    def tokenize(self, text: str, *, special: bool = False) -> list[int]:
+        if not text:
+            return []
+        return list(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=special))
+
+    def token_bytes(self, token: int) -> bytes:
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._piece(token)
+            self._pieces[token] = piece
+        return piece
+
+    def evaluate(self, tokens: Sequence[int], *, logits_from: int) -> np.ndarray:
+        if len(self._tokens) + len(tokens) > self.n_ctx:
+            raise EngineError(
+                f"the prompt and completion need {len(self._tokens) + len(tokens)} tokens but the "
+                f"context holds {self.n_ctx}: raise `contextSize` or lower `prefixTokens`."
+            )
+        rows: list[np.ndarray] = []
+        for start in range(0, len(tokens), self._n_batch):
+            chunk = tokens[start : start + self._n_batch]
+            n_out = self._fill_batch(chunk, start, logits_from)
+            rc = self._lib.llama_decode(self._ctx, self._batch)
+            if rc != 0:
+                raise EngineError(f"llama_decode failed (code {rc}) at position {len(self._tokens)}")
+            self._tokens.extend(chunk)
+            if n_out:
+                flat = np.ctypeslib.as_array(self._lib.llama_get_logits(self._ctx), shape=(n_out * self._n_vocab,))
+                rows.append(flat.reshape(n_out, self._n_vocab).copy())
+        return np.concatenate(rows) if rows else np.zeros((0, self._n_vocab), dtype=np.float32)
+
+    def truncate(self, n_keep: int) -> None:
+        if n_keep >= len(self._tokens):
+            return
+        memory = self._lib.llama_get_memory(self._ctx)
+        if not self._lib.llama_memory_seq_rm(memory, 0, n_keep, -1):
+            self._lib.llama_memory_clear(memory, True)  # partial removal refused: start over
+            n_keep = 0
+        del self._tokens[n_keep:]
+
+    def close(self) -> None:
+        if getattr(self, "_batch", None) is not None:
+            self._lib.llama_batch_free(self._batch)
+            self._batch = None
+        llm = getattr(self, "_llm", None)
+        if llm is not None:
+            with contextlib.suppress(Exception):
+                llm.close()
+            self._llm = None
+
+    # -- internals ---------------------------------------------------------------------------
+    def _piece(self, token: int) -> bytes:
+        size = 32
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            n = self._lib.llama_token_to_piece(self._vocab, token, buf, size, 0, False)
+            if n >= 0:
+                return buf.raw[:n]
+            size = -n
+
+    def _fill_batch(self, chunk: Sequence[int], offset: int, logits_from: int) -> int:
+        batch = self._batch
+        base = len(self._tokens)
+        n_out = 0
+        for i, token in enumerate(chunk):
+            batch.token[i] = token
+            batch.pos[i] = base + i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            wants = offset + i >= logits_from
+            batch.logits[i] = wants
+            n_out += wants
+        batch.n_tokens = len(chunk)
+        return n_out
+
+    def _special_ids(self) -> Iterator[tuple[str, int]]:
+        for role in SPECIAL_ROLES:
+            token = int(getattr(self._lib, f"llama_vocab_{role}")(self._vocab))
+            if token >= 0:
+                yield role, token
+
+    def _read_info(self, file: Path) -> ModelInfo:
+        lib, vocab, model = self._lib, self._vocab, self._model
+        texts = hashlib.sha256()
+        stop_ids = set()
+        for token in range(self._n_vocab):
+            texts.update(lib.llama_vocab_get_text(vocab, token) or b"")
+            texts.update(b"\0")
+            if lib.llama_vocab_is_eog(vocab, token):
+                stop_ids.add(token)
+        metadata: dict[str, Any] = dict(self._llm.metadata)
+        arch = str(metadata.get("general.architecture", "unknown"))
+        rollback = not (
+            lib.llama_model_n_swa(model) > 0
+            or lib.llama_model_is_recurrent(model)
+            or lib.llama_model_is_hybrid(model)
+        )
+        return ModelInfo(
+            path=str(file),
+            name=str(metadata.get("general.name", file.stem)),
+            architecture=arch,
+            n_vocab=self._n_vocab,
+            n_ctx_train=int(lib.llama_model_n_ctx_train(model)),
+            special=dict(self._special_ids()),
+            stop_ids=frozenset(stop_ids),
+            supports_rollback=rollback,
+            vocab_fingerprint=texts.hexdigest()[:16],
+            add_bos=bool(lib.llama_vocab_get_add_bos(vocab)),
+        )

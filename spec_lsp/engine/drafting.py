@@ -1,0 +1,103 @@
+"""Where draft tokens come from. A drafter has one method: `draft(request) -> Draft`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from spec_lsp.engine import sampling
+from spec_lsp.engine.backends.base import ModelBackend, sync
+from spec_lsp.engine.types import EngineError, SamplingParams
+
+
+@dataclass
+class Draft:
+    tokens: list[int]
+    probs: list[np.ndarray] | None = None  # q per token (full distribution); None: deterministic
+
+
+@dataclass
+class DraftRequest:
+    context: Sequence[int]  # everything the target has committed: prompt + generated
+    max_tokens: int
+    sampling: SamplingParams
+    rng: np.random.Generator
+    min_confidence: float = 0.0  # stop drafting when the draft's top probability falls below
+
+
+class Drafter(Protocol):
+    name: str
+
+    def draft(self, request: DraftRequest) -> Draft: ...
+
+
+class NgramDrafter:
+    """Prompt lookup: find the latest earlier occurrence of the context's last n tokens and
+    propose what followed it. Free to compute; strong when code repeats its context."""
+
+    name = "ngram"
+
+    def __init__(self, *, max_ngram: int = 4, min_ngram: int = 1) -> None:
+        self.max_ngram = max_ngram
+        self.min_ngram = min_ngram
+
+    def draft(self, request: DraftRequest) -> Draft:
+        context = np.asarray(request.context, dtype=np.int64)
+        for n in range(min(self.max_ngram, len(context) - 1), self.min_ngram - 1, -1):
+            windows = sliding_window_view(context[:-1], n)  # earlier n-grams, not the tail itself
+            hits = np.flatnonzero((windows == context[-n:]).all(axis=1))
+            if hits.size:
+                start = int(hits[-1]) + n
+                return Draft(context[start : start + request.max_tokens].tolist())
+        return Draft([])
+
+
+class ModelDrafter:
+    """A small model with the target's vocabulary drafts token by token.
+
+    Its KV cache follows the target's committed tokens by prefix matching (`sync`), which also
+    catches it up after a fully accepted round (it never evaluated its own last draft token).
+    At temperature > 0 it samples with the target's settings and reports q for each token.
+    """
+
+    name = "model"
+
+    def __init__(self, model: ModelBackend, *, target: ModelBackend) -> None:
+        check_same_vocabulary(model, target)
+        self.model = model
+
+    def draft(self, request: DraftRequest) -> Draft:
+        logits, _ = sync(self.model, request.context)
+        tokens: list[int] = []
+        probs: list[np.ndarray] = []
+        while True:
+            if request.sampling.greedy:
+                token, confidence = int(np.argmax(logits)), sampling.top_probability(logits)
+            else:
+                q = sampling.distribution(logits, request.sampling)
+                token = sampling.draw(q, request.rng)
+                confidence = float(q.max())
+                probs.append(q)
+            if confidence < request.min_confidence:
+                if probs:
+                    probs.pop()
+                break
+            tokens.append(token)
+            if len(tokens) >= request.max_tokens:
+                break
+            logits = self.model.evaluate([token], logits_from=0)[0]
+        return Draft(tokens, None if request.sampling.greedy else probs)
+
+
+def check_same_vocabulary(draft: ModelBackend, target: ModelBackend) -> None:
+    if draft.info.vocab_fingerprint != target.info.vocab_fingerprint:
+        raise EngineError(
+            f"draft model {draft.info.path} does not share the target's vocabulary "
+            f"({draft.info.n_vocab} vs {target.info.n_vocab} tokens, different token texts). "
+            "Use a draft model from the target's family (e.g. Qwen2.5-Coder-0.5B for a Qwen2.5-Coder "
+            "target), or set `drafter` to 'ngram'."
+        )

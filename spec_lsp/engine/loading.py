@@ -1,0 +1,68 @@
+"""Opening the models the settings name, with errors that say what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from spec_lsp.config import Settings
+from spec_lsp.engine.backends.base import ModelBackend, check_model_file
+from spec_lsp.engine.drafting import check_same_vocabulary
+from spec_lsp.engine.types import EngineError
+
+DEFAULT_TARGET = "qwen2.5-coder-1.5b"
+DEFAULT_DRAFT = "smollm2-135m"
+
+
+def default_path(key: str, setting: str) -> str:
+    from spec_lsp import models
+
+    path = models.installed_path(key)
+    if path is None:
+        raise EngineError(
+            f"the default {setting} ({key}) is not installed in {models.cache_dir()}: "
+            f"run `spec-lsp models pull`, or set `{setting}` to a GGUF file."
+        )
+    return str(path)
+
+
+def open_model(path: str, settings: Settings, *, what: str) -> ModelBackend:
+    from spec_lsp.engine.backends.llama import LlamaModel
+
+    return LlamaModel(
+        path, n_ctx=settings.context_size, threads=settings.threads,
+        gpu_layers=settings.gpu_layers, what=what,
+    )
+
+
+def open_target(settings: Settings, backend: str, report: Callable[[str], None]) -> ModelBackend:
+    if backend == "fake":
+        from spec_lsp.engine.backends.fake import corpus_model
+
+        if settings.model:
+            check_model_file(settings.model, what="model")
+        return corpus_model()
+    path = settings.model or default_path(DEFAULT_TARGET, "model")
+    report(f"loading {path}")
+    return open_model(path, settings, what="model")
+
+
+def open_draft(
+    settings: Settings, backend: str, target: ModelBackend, report: Callable[[str], None]
+) -> ModelBackend | None:
+    if settings.drafter != "model":
+        return None
+    if backend == "fake":
+        from spec_lsp.engine.backends.fake import corpus_model
+
+        if settings.draft_model:
+            check_model_file(settings.draft_model, what="draftModel")
+        return corpus_model(delay_s=0.0)
+    path = settings.draft_model or default_path(DEFAULT_DRAFT, "draftModel")
+    report(f"loading draft {path}")
+    draft = open_model(path, settings, what="draftModel")
+    try:
+        check_same_vocabulary(draft, target)
+    except EngineError:
+        draft.close()
+        raise
+    return draft

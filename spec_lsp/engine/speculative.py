@@ -1,0 +1,119 @@
+"""The speculative decode loop: draft k tokens cheaply, verify them in one target pass.
+
+State between rounds: the target's KV cache holds `prompt + out[:-1]`; `out[-1]` (the last token
+chosen) is not yet evaluated. A round evaluates `[out[-1]] + draft` in one batch and gets k+1
+rows of logits: row i is the target's distribution for the token after `draft[:i]`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from spec_lsp.engine import sampling
+from spec_lsp.engine.backends.base import ModelBackend, sync
+from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
+from spec_lsp.engine.policy import DraftPolicy
+from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
+
+
+@dataclass
+class DecodeJob:
+    prompt: Sequence[int]
+    max_tokens: int
+    sampling: SamplingParams
+    stop_ids: frozenset[int]
+    should_stop: Callable[[list[int]], bool] = lambda _tokens: False  # stop strings, post-processing
+
+
+def verify(rows: np.ndarray, draft: Draft, params: SamplingParams, rng: np.random.Generator) -> tuple[int, int]:
+    """Return (number of draft tokens accepted, the target's token after them).
+
+    Greedy: accept while the draft equals the target's argmax; the token after is the argmax at
+    the first mismatch (or the bonus row). The result is exactly plain greedy decoding.
+    Sampling (Leviathan et al. / Chen et al.): accept draft token x with probability
+    min(1, p(x)/q(x)); on rejection draw from the residual max(0, p - q), renormalised. Every
+    emitted token is then distributed exactly as the target's p. A deterministic draft
+    (n-gram lookup) has q = one-hot(x): acceptance is p(x) and the residual is p without x.
+    """
+    for i, x in enumerate(draft.tokens):
+        if params.greedy:
+            target_choice = int(np.argmax(rows[i]))
+            if target_choice != x:
+                return i, target_choice
+            continue
+        p = sampling.distribution(rows[i], params)
+        q = draft.probs[i] if draft.probs is not None else None
+        q_x = float(q[x]) if q is not None else 1.0
+        if q_x > 0 and rng.random() < min(1.0, float(p[x]) / q_x):
+            continue
+        residual = np.maximum(p - q, 0.0) if q is not None else p.copy()
+        if q is None:
+            residual[x] = 0.0
+        if residual.sum() <= 0.0:  # p == q up to rounding: the residual is empty, p itself is right
+            residual = p
+        return i, sampling.draw(residual / residual.sum(), rng)
+    return len(draft.tokens), sampling.pick(rows[len(draft.tokens)], params, rng)
+
+
+def generate(
+    target: ModelBackend,
+    drafter: Drafter | None,
+    policy: DraftPolicy,
+    job: DecodeJob,
+    *,
+    cancel: CancelToken,
+    rng: np.random.Generator,
+    stats: DecodeStats,
+) -> list[int]:
+    """Generate up to job.max_tokens tokens after job.prompt; return them (stop token excluded)."""
+    started = time.perf_counter()
+    logits, stats.prompt_tokens_evaluated = sync(target, job.prompt)
+    stats.prompt_tokens = len(job.prompt)
+    stats.target_passes += 1
+    stats.prompt_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    out = [sampling.pick(logits, job.sampling, rng)]
+    while not _finished(out, job, stats):
+        cancel.raise_if_cancelled()
+        k = policy.choose_k() if drafter is not None else 0
+        k = min(k, job.max_tokens - len(out))
+        draft = Draft([])
+        if k > 0 and drafter is not None:
+            t = time.perf_counter()
+            request = DraftRequest(list(job.prompt) + out, k, job.sampling, rng, policy.min_confidence())
+            draft = drafter.draft(request)
+            stats.draft_seconds += time.perf_counter() - t
+        rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
+        n_accepted, next_token = verify(rows, draft, job.sampling, rng)
+        target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
+        out += [*draft.tokens[:n_accepted], next_token]
+        policy.observe(len(draft.tokens), n_accepted)
+        stats.rounds += 1
+        stats.target_passes += 1
+        stats.drafted += len(draft.tokens)
+        stats.accepted += n_accepted
+        stats.k_trace.append(len(draft.tokens))
+        stats.accepted_trace.append(n_accepted)
+    stats.decode_seconds = time.perf_counter() - started
+    stats.acceptance_estimate = policy.acceptance_estimate()
+    return out[: stats.tokens]
+
+
+def _finished(out: list[int], job: DecodeJob, stats: DecodeStats) -> bool:
+    """Cut `out` at a stop token or max_tokens; record why and how many tokens count."""
+    for i, token in enumerate(out):
+        if token in job.stop_ids:
+            stats.tokens, stats.stop_reason = i, "eos"
+            return True
+    stats.tokens = min(len(out), job.max_tokens)
+    if len(out) >= job.max_tokens:
+        stats.stop_reason = "max_tokens"
+        return True
+    if job.should_stop(out):
+        stats.stop_reason = "stop_string"
+        return True
+    return False

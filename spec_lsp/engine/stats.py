@@ -1,0 +1,66 @@
+"""Running totals across requests: what `specLsp/stats` and `spec-lsp complete --json` report."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_lsp.engine.types import DecodeStats
+
+
+@dataclass
+class EngineTotals:
+    requests: int = 0
+    cancelled: int = 0
+    tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    rounds: int = 0
+    target_passes: int = 0
+    prompt_tokens: int = 0
+    prompt_tokens_evaluated: int = 0
+    prompt_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    draft_seconds: float = 0.0
+    k_histogram: Counter[int] = field(default_factory=Counter)
+    cache_hits: Counter[str] = field(default_factory=Counter)
+    model_names: list[str] = field(default_factory=list)
+    last_acceptance_estimate: float | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, stats: DecodeStats, *, cancelled: bool = False) -> None:
+        with self._lock:
+            self.requests += 1
+            self.cancelled += int(cancelled)
+            for name in ("tokens", "drafted", "accepted", "rounds", "target_passes", "prompt_tokens",
+                         "prompt_tokens_evaluated", "prompt_seconds", "decode_seconds", "draft_seconds"):
+                setattr(self, name, getattr(self, name) + getattr(stats, name))
+            self.k_histogram.update(stats.k_trace)
+            self.cache_hits[stats.cache] += 1
+            if stats.acceptance_estimate is not None:
+                self.last_acceptance_estimate = stats.acceptance_estimate
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "models": list(self.model_names),
+                "requests": self.requests,
+                "cancelled": self.cancelled,
+                "tokens": self.tokens,
+                "drafted": self.drafted,
+                "accepted": self.accepted,
+                "acceptance_rate": round(self.accepted / self.drafted, 4) if self.drafted else 0.0,
+                "acceptance_estimate": self.last_acceptance_estimate,
+                "rounds": self.rounds,
+                "target_passes": self.target_passes,
+                "tokens_per_second": round(self.tokens / self.decode_seconds, 2) if self.decode_seconds else 0.0,
+                "prompt_tokens": self.prompt_tokens,
+                "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
+                "prompt_seconds": round(self.prompt_seconds, 3),
+                "decode_seconds": round(self.decode_seconds, 3),
+                "draft_seconds": round(self.draft_seconds, 3),
+                "draft_length_histogram": {str(k): v for k, v in sorted(self.k_histogram.items())},
+                "cache_hits": dict(self.cache_hits),
+            }

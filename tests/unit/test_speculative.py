@@ -1,0 +1,180 @@
+"""The engine's promises: greedy speculation is plain greedy decoding, token for token; speculative
+sampling keeps the target's distribution exactly."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spec_lsp.engine.backends.base import sync
+from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
+from spec_lsp.engine.drafting import Draft, DraftRequest, ModelDrafter, NgramDrafter
+from spec_lsp.engine.policy import FixedPolicy
+from spec_lsp.engine.speculative import DecodeJob, generate, verify
+from spec_lsp.engine.types import Cancelled, CancelToken, DecodeStats, SamplingParams
+
+VOCAB = 24
+STOP = 0
+
+
+def target_logits(context: Sequence[int]) -> np.ndarray:
+    logits = hashed_noise(context, VOCAB, window=2, salt="target")
+    logits[STOP] -= 3.0  # stop now and then, not always
+    return logits
+
+
+def fake_target() -> FakeModel:
+    return FakeModel(target_logits, n_vocab=VOCAB, fingerprint="v24")
+
+
+def plain_greedy(prompt: list[int], max_tokens: int) -> list[int]:
+    model = fake_target()
+    logits, _ = sync(model, prompt)
+    out: list[int] = []
+    while len(out) < max_tokens:
+        token = int(np.argmax(logits))
+        if token == STOP:
+            break
+        out.append(token)
+        logits = model.evaluate([token], logits_from=0)[0]
+    return out
+
+
+class ScriptedDrafter:
+    """Adversarial drafters: proposals drawn by hypothesis, right or wrong."""
+
+    name = "scripted"
+
+    def __init__(self, data: st.DataObject, mode: str) -> None:
+        self.data, self.mode = data, mode
+        self.oracle = fake_target()
+
+    def draft(self, request: DraftRequest) -> Draft:
+        n = self.data.draw(st.integers(0, request.max_tokens))
+        if self.mode == "random":
+            return Draft(self.data.draw(st.lists(st.integers(0, VOCAB - 1), min_size=n, max_size=n)))
+        # "mostly right": the true greedy continuation with one corrupted position
+        tokens, logits = [], sync(self.oracle, request.context)[0]
+        for _ in range(n):
+            tokens.append(int(np.argmax(logits)))
+            logits = self.oracle.evaluate([tokens[-1]], logits_from=0)[0]
+        if tokens and self.mode == "one_wrong":
+            at = self.data.draw(st.integers(0, len(tokens) - 1))
+            tokens[at] = (tokens[at] + 1) % VOCAB
+        return Draft(tokens)
+
+
+def run(prompt: list[int], drafter, k: int, max_tokens: int, params=SamplingParams(), seed=0):
+    stats = DecodeStats()
+    job = DecodeJob(prompt, max_tokens, params, frozenset({STOP}))
+    out = generate(fake_target(), drafter, FixedPolicy(k), job, cancel=CancelToken(),
+                   rng=np.random.default_rng(seed), stats=stats)
+    return out, stats
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    prompt=st.lists(st.integers(1, VOCAB - 1), min_size=1, max_size=12),
+    k=st.integers(0, 12),
+    max_tokens=st.integers(1, 40),
+    mode=st.sampled_from(["random", "exact", "one_wrong", "ngram", "self"]),
+    data=st.data(),
+)
+def test_greedy_speculation_equals_plain_greedy(prompt, k, max_tokens, mode, data):
+    if mode == "ngram":
+        drafter = NgramDrafter()
+    elif mode == "self":
+        drafter = ModelDrafter(fake_target(), target=fake_target())
+    else:
+        drafter = ScriptedDrafter(data, mode)
+    out, stats = run(prompt, drafter, k, max_tokens)
+    assert out == plain_greedy(prompt, max_tokens)
+    assert stats.accepted <= stats.drafted
+    assert stats.target_passes == stats.rounds + 1
+    if mode == "self" and k > 0:
+        assert stats.accepted == stats.drafted  # a model drafting for itself is always right
+
+
+def test_self_draft_needs_fewer_target_passes():
+    plain, plain_stats = run([3, 4, 5], None, 0, 30)
+    spec, spec_stats = run([3, 4, 5], ModelDrafter(fake_target(), target=fake_target()), 4, 30)
+    assert spec == plain
+    assert spec_stats.target_passes < plain_stats.target_passes / 2
+
+
+def test_cancellation_between_rounds():
+    token = CancelToken()
+    token.cancel("newer request")
+    with pytest.raises(Cancelled):
+        generate(fake_target(), None, FixedPolicy(0), DecodeJob([1, 2], 10, SamplingParams(), frozenset()),
+                 cancel=token, rng=np.random.default_rng(0), stats=DecodeStats())
+
+
+# -- speculative sampling keeps the target distribution ---------------------------------------
+
+P = np.array([0.5, 0.2, 0.15, 0.1, 0.05])
+
+
+def test_verify_first_token_distribution_matches_target():
+    """One verify step: the emitted first token must be distributed as p, whatever q is."""
+    params = SamplingParams(temperature=1.0)
+    q = np.array([0.1, 0.6, 0.1, 0.1, 0.1])
+    rows = np.log(np.vstack([P, P]))
+    rng = np.random.default_rng(7)
+    counts: Counter[int] = Counter()
+    n, n_accepted = 40_000, 0
+    for _ in range(n):
+        x = int(rng.choice(5, p=q))
+        accepted, nxt = verify(rows, Draft([x], [q]), params, rng)
+        counts[x if accepted else nxt] += 1
+        n_accepted += accepted
+    observed = np.array([counts[i] for i in range(5)])
+    chi2 = float((((observed - n * P) ** 2) / (n * P)).sum())
+    assert chi2 < 18.5  # p = 0.001 for 4 degrees of freedom
+    # and the acceptance rate is sum(min(p, q)) = 0.55
+    assert abs(n_accepted / n - float(np.minimum(P, q).sum())) < 0.01
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_sequences_from_speculative_sampling_match_plain_sampling(deterministic):
+    """Two-token sequences on a 4-token vocabulary: speculative vs the exact target law."""
+    vocab = 4
+
+    def logits(context):
+        return hashed_noise(context, vocab, window=2, salt="t") * 0.7
+
+    def draft_logits(context):
+        return hashed_noise(context, vocab, window=2, salt="d") * 0.7
+
+    params = SamplingParams(temperature=1.0, top_k=3)
+    target = FakeModel(logits, n_vocab=vocab, fingerprint="v4")
+    if deterministic:
+        drafter = NgramDrafter(max_ngram=1)
+        prompt = [1, 2, 1, 3, 1]
+    else:
+        drafter = ModelDrafter(FakeModel(draft_logits, n_vocab=vocab, fingerprint="v4"), target=target)
+        prompt = [1]
+    from spec_lsp.engine import sampling
+
+    exact: dict[tuple[int, int], float] = {}
+    p0 = sampling.distribution(logits(prompt), params)
+    for a in range(vocab):
+        p1 = sampling.distribution(logits([*prompt, a]), params)
+        for b in range(vocab):
+            exact[(a, b)] = p0[a] * p1[b]
+    rng = np.random.default_rng(11)
+    counts: Counter[tuple[int, int]] = Counter()
+    n = 6000
+    for _ in range(n):
+        out = generate(target, drafter, FixedPolicy(3), DecodeJob(prompt, 2, params, frozenset()),
+                       cancel=CancelToken(), rng=rng, stats=DecodeStats())
+        counts[(out[0], out[1])] += 1
+    cells = [c for c in exact if exact[c] * n >= 5]
+    chi2 = sum((counts[c] - n * exact[c]) ** 2 / (n * exact[c]) for c in cells)
+    assert sum(counts[c] for c in exact if c not in cells) <= n * 0.02 + 10
+    assert chi2 < 40.0  # ~p = 0.001 at up to 15 degrees of freedom
