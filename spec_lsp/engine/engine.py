@@ -18,7 +18,8 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import postprocess
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file, detokenize
 from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
-from spec_lsp.engine.policy import DraftPolicy, make_policy
+from spec_lsp.engine import profile as cost_profile
+from spec_lsp.engine.policy import PolicyBook, make_policy
 from spec_lsp.engine.speculative import DecodeJob, generate
 from spec_lsp.engine.stats import EngineTotals
 from spec_lsp.engine.types import CancelToken, Completion, CompletionRequest, DecodeStats, EngineError
@@ -27,6 +28,11 @@ from spec_lsp.prompts import fim, window
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+PROFILE_TEXT = (
+    "import json\nfrom pathlib import Path\n\n\ndef load_settings(path: Path) -> dict:\n"
+    "    with path.open() as handle:\n        data = json.load(handle)\n"
+    "    return {key.lower(): value for key, value in data.items()}\n\n\n"
+) * 8
 MODEL_KEYS = ("model", "draft_model", "drafter", "context_size", "threads", "gpu_layers", "fim_template")
 
 
@@ -49,7 +55,8 @@ class Engine:
         self.backend = backend
         self.totals = EngineTotals()
         self._loaded: Loaded | None = None
-        self._policies: dict[str, DraftPolicy] = {}
+        self.book = PolicyBook()
+        self.profile: cost_profile.CostProfile | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -72,14 +79,15 @@ class Engine:
             raise
         stop_ids = target.info.stop_ids | _end_token_ids(target, template)
         self._loaded = Loaded(target, draft, template, stop_ids)
-        self._policies.clear()
+        self.book.clear()
+        self.profile = cost_profile.load_cached(self.profile_key())
         self.totals.model_names = [m.info.name for m in (target, draft) if m is not None]
         report("ready")
 
     def update_settings(self, settings: Settings) -> None:
         changed = any(getattr(settings, k) != getattr(self.settings, k) for k in MODEL_KEYS)
         self.settings = settings
-        self._policies.clear()
+        self.book.clear()
         if changed or not self.ready:
             self.load()
 
@@ -107,18 +115,44 @@ class Engine:
         should_stop = self._stop_check(loaded.target, request, multiline)
         job = DecodeJob(prompt, request.max_tokens, request.sampling, loaded.stop_ids, should_stop)
         drafter = self._drafter(loaded)
-        policy = self._policy(request)
+        temperature = request.sampling.temperature
+        estimate = self.book.estimate(request.document_id, request.language, temperature)
+        policy = make_policy(self.settings, self.profile, estimate)
         rng = np.random.default_rng(request.sampling.seed)
         try:
             tokens = generate(loaded.target, drafter, policy, job, cancel=cancel, rng=rng, stats=stats)
         finally:
             self.totals.record(stats, cancelled=cancel.cancelled)
+            self.book.remember_language(request.language, temperature, estimate)
         raw = _cut_at_stop_strings(detokenize(loaded.target, tokens), request.stop)
         text = postprocess.postprocess(raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline)
         return Completion(text=text, stats=stats, raw_text=raw)
 
     def stats(self) -> dict[str, Any]:
-        return self.totals.snapshot()
+        data = self.totals.snapshot()
+        data["cost_profile"] = self.profile.relative() if self.profile else None
+        return data
+
+    # -- the cost profile --------------------------------------------------------------------------
+    def profile_key(self) -> str:
+        loaded = self._loaded
+        path = loaded.target.info.path if loaded else str(self.settings.model)
+        return cost_profile.profile_key(
+            path, threads=self.settings.threads, backend=self.backend, drafter=self.settings.drafter
+        )
+
+    def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
+        """Measure this machine's costs unless a cached profile exists (seconds; worker thread)."""
+        loaded = self._loaded
+        if loaded is None:
+            raise EngineError("the model is not loaded yet")
+        if self.profile is not None and not remeasure:
+            return self.profile
+        context = loaded.target.tokenize(PROFILE_TEXT)[:256]
+        drafter = self._drafter(loaded)
+        self.profile = cost_profile.measure(loaded.target, drafter, context=context, key=self.profile_key())
+        cost_profile.save(self.profile)
+        return self.profile
 
     # -- steps -----------------------------------------------------------------------------------
     def _prompt(self, loaded: Loaded, request: CompletionRequest) -> list[int]:
@@ -161,13 +195,6 @@ class Engine:
         if self.settings.drafter == "model" and loaded.draft is not None:
             return ModelDrafter(loaded.draft, target=loaded.target)
         return None
-
-    def _policy(self, request: CompletionRequest) -> DraftPolicy:
-        key = request.document_id or request.language
-        policy = self._policies.get(key)
-        if policy is None:
-            policy = self._policies[key] = make_policy(self.settings, self._loaded, request.sampling)
-        return policy
 
 
 def build_engine(settings: Settings, *, backend: str = "llama") -> Engine:

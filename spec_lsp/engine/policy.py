@@ -1,14 +1,25 @@
-"""Draft length policies: how many tokens to draft this round."""
+"""Draft length is a decision: each round, the k that maximises expected tokens per second.
+
+With per-token acceptance probability alpha, a draft of k tokens yields on average
+    E[tokens | k] = (1 - alpha^(k+1)) / (1 - alpha)        (accepted drafts + the target's own)
+for one draft of k tokens plus one target pass over k+1 tokens, so the policy picks
+    k* = argmax_k  E[tokens | k] / (draft_cost(k) + verify_cost(k+1)),   k = 0 allowed,
+with verify_cost measured on this machine (profile.py). When k = 0 wins, it still probes with a
+short draft now and then (backing off while probes fail) so speculation returns when it pays.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-from spec_lsp.engine.types import SamplingParams
+from spec_lsp.engine.profile import CostProfile
 
 
 class DraftPolicy(Protocol):
     def choose_k(self) -> int: ...
+
+    def shadow_k(self) -> int: ...
 
     def min_confidence(self) -> float: ...
 
@@ -29,6 +40,9 @@ class FixedPolicy:
     def choose_k(self) -> int:
         return self.draft_max
 
+    def shadow_k(self) -> int:
+        return 0
+
     def min_confidence(self) -> float:
         return self.p_min
 
@@ -40,6 +54,147 @@ class FixedPolicy:
         return self.accepted / self.drafted if self.drafted else None
 
 
-def make_policy(settings: Any, loaded: Any, sampling: SamplingParams) -> DraftPolicy:
-    """The policy the settings ask for. (Adaptive arrives with the cost profile.)"""
-    return FixedPolicy(settings.draft_max, p_min=settings.draft_p_min)
+def prior_acceptance(temperature: float) -> float:
+    """Before any evidence: code drafts are often right at T=0, much less so when sampling."""
+    return max(0.2, 0.65 - 0.3 * min(temperature, 1.5))
+
+
+@dataclass
+class AcceptanceEstimate:
+    """Exponentially weighted per-token acceptance: accepted tokens over tokens tried.
+
+    A round that accepts a of k tokens tried a tokens that passed and, if a < k, one that
+    failed; the tokens after the first rejection were never tested (censored), so they count
+    as nothing. The prior acts as `prior_weight` pseudo-observations.
+    """
+
+    prior: float
+    prior_weight: float = 2.0
+    decay: float = 0.95
+    passed: float = 0.0
+    failed: float = 0.0
+
+    def update(self, drafted: int, accepted: int) -> None:
+        if drafted <= 0:
+            return
+        self.passed = self.decay * self.passed + accepted
+        self.failed = self.decay * self.failed + (1.0 if accepted < drafted else 0.0)
+
+    @property
+    def value(self) -> float:
+        total = self.passed + self.failed + self.prior_weight
+        return (self.passed + self.prior * self.prior_weight) / total
+
+    def seeded(self) -> AcceptanceEstimate:
+        """A new estimate for another document of the same language: keep a little evidence."""
+        return AcceptanceEstimate(self.prior, self.prior_weight, self.decay, self.passed * 0.3, self.failed * 0.3)
+
+
+def expected_tokens(alpha: float, k: int) -> float:
+    if alpha >= 0.999999:
+        return k + 1.0
+    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+class AdaptivePolicy:
+    def __init__(
+        self,
+        profile: CostProfile,
+        *,
+        estimate: AcceptanceEstimate,
+        draft_max: int = 16,
+        draft_min: int = 0,
+        probe_every: int = 8,
+    ) -> None:
+        self.profile = profile
+        self.estimate = estimate
+        self.draft_max = draft_max
+        self.draft_min = draft_min
+        self.probe_every = probe_every
+        self._rounds_at_zero = 0
+        self._probe_interval = probe_every
+        self._probing = False
+        self._last_k = 0
+
+    def rate(self, k: int, alpha: float | None = None) -> float:
+        """Expected tokens per second with a draft of k tokens."""
+        alpha = self.estimate.value if alpha is None else alpha
+        seconds = self.profile.draft(k) + self.profile.verify(k + 1)
+        return expected_tokens(alpha, k) / seconds
+
+    def best_k(self, alpha: float | None = None) -> int:
+        candidates = [0, *range(max(1, self.draft_min), self.draft_max + 1)]
+        return max(candidates, key=lambda k: (self.rate(k, alpha), -k))
+
+    def choose_k(self) -> int:
+        k = self.best_k()
+        self._probing = False
+        if k == 0 and self.draft_max > 0:
+            self._rounds_at_zero += 1
+            if self._rounds_at_zero >= self._probe_interval:
+                self._rounds_at_zero = 0
+                self._probing = True
+                k = max(1, self.draft_min, min(2, self.draft_max))
+        self._last_k = k
+        return k
+
+    def shadow_k(self) -> int:
+        """At k = 0 a free drafter (n-gram lookup) can still propose, unverified, and be scored
+        against the tokens the target produces: evidence at no cost. 0 when drafting costs."""
+        if self._last_k == 0 and self.profile.draft(4) < 0.02 * self.profile.verify(1):
+            return min(4, self.draft_max)
+        return 0
+
+    def min_confidence(self) -> float:
+        """Stop drafting at a token whose draft probability cannot pay for its own verification.
+
+        Adding a token to the batch costs marginal seconds m = verify(k+2) - verify(k+1) plus
+        drafting it; it yields at most its acceptance probability (~ the draft's confidence c)
+        in tokens. At the current best rate R tokens/s it pays only if c >= R * m.
+        """
+        k = max(self._last_k, 1)
+        marginal = self.profile.verify(k + 2) - self.profile.verify(k + 1) + self.profile.draft_seconds_per_token
+        return min(0.95, max(0.0, self.rate(self.best_k()) * marginal))
+
+    def observe(self, drafted: int, accepted: int) -> None:
+        self.estimate.update(drafted, accepted)
+        if self._probing:
+            # a failed probe waits twice as long before the next; a good one resets the wait
+            good = accepted > 0
+            self._probe_interval = self.probe_every if good else min(self._probe_interval * 2, 64)
+
+    def acceptance_estimate(self) -> float | None:
+        return round(self.estimate.value, 4)
+
+
+class PolicyBook:
+    """Acceptance estimates per document, seeded from the language's, for the adaptive policy."""
+
+    def __init__(self) -> None:
+        self._by_document: dict[str, AcceptanceEstimate] = {}
+        self._by_language: dict[str, AcceptanceEstimate] = {}
+
+    def estimate(self, document: str, language: str, temperature: float) -> AcceptanceEstimate:
+        key = f"{document}|{temperature:.2f}"
+        found = self._by_document.get(key)
+        if found is None:
+            lang = self._by_language.get(f"{language}|{temperature:.2f}")
+            found = lang.seeded() if lang else AcceptanceEstimate(prior_acceptance(temperature))
+            self._by_document[key] = found
+        return found
+
+    def remember_language(self, language: str, temperature: float, estimate: AcceptanceEstimate) -> None:
+        self._by_language[f"{language}|{temperature:.2f}"] = estimate
+
+    def clear(self) -> None:
+        self._by_document.clear()
+        self._by_language.clear()
+
+
+def make_policy(settings: Any, profile: CostProfile | None, estimate: AcceptanceEstimate) -> DraftPolicy:
+    if settings.draft_policy == "fixed":
+        return FixedPolicy(settings.draft_max, p_min=settings.draft_p_min)
+    return AdaptivePolicy(
+        profile or CostProfile.prior(), estimate=estimate,
+        draft_max=settings.draft_max, draft_min=settings.draft_min,
+    )

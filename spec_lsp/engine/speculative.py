@@ -77,16 +77,21 @@ def generate(
     stats.prompt_seconds = time.perf_counter() - started
     started = time.perf_counter()
     out = [sampling.pick(logits, job.sampling, rng)]
+    shadow: tuple[int, list[int]] | None = None  # (position in out, unverified proposal)
     while not _finished(out, job, stats):
         cancel.raise_if_cancelled()
+        shadow = _score_shadow(shadow, out, policy)
         k = policy.choose_k() if drafter is not None else 0
         k = min(k, job.max_tokens - len(out))
         draft = Draft([])
-        if k > 0 and drafter is not None:
+        if drafter is not None and (k > 0 or (shadow is None and policy.shadow_k() > 0)):
             t = time.perf_counter()
-            request = DraftRequest(list(job.prompt) + out, k, job.sampling, rng, policy.min_confidence())
+            request = DraftRequest(list(job.prompt) + out, k or policy.shadow_k(), job.sampling, rng,
+                                   policy.min_confidence())
             draft = drafter.draft(request)
             stats.draft_seconds += time.perf_counter() - t
+            if k == 0:
+                shadow, draft = ((len(out), draft.tokens) if draft.tokens else None), Draft([])
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         n_accepted, next_token = verify(rows, draft, job.sampling, rng)
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
@@ -101,6 +106,19 @@ def generate(
     stats.decode_seconds = time.perf_counter() - started
     stats.acceptance_estimate = policy.acceptance_estimate()
     return out[: stats.tokens]
+
+
+def _score_shadow(shadow: tuple[int, list[int]] | None, out: list[int], policy: DraftPolicy):
+    """Once the target has produced as many tokens as a shadow proposal, score it."""
+    if shadow is None:
+        return None
+    start, proposal = shadow
+    produced = out[start : start + len(proposal)]
+    if len(produced) < len(proposal):
+        return shadow
+    matched = next((i for i, (a, b) in enumerate(zip(proposal, produced)) if a != b), len(proposal))
+    policy.observe(len(proposal), matched)
+    return None
 
 
 def _finished(out: list[int], job: DecodeJob, stats: DecodeStats) -> bool:

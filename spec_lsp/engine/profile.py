@@ -1,0 +1,157 @@
+"""This machine's cost profile: seconds to verify a batch of n tokens, and to draft one token.
+
+Measured once per (model file, threads, backend) on the real model with a realistic KV length,
+cached on disk as JSON, re-measured by `spec-lsp profile`. Real curves have steps (kernels switch
+at some batch sizes), so the policy uses the measured points, interpolating only between them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from spec_lsp.engine.backends.base import ModelBackend, sync
+from spec_lsp.engine.drafting import Drafter, DraftRequest
+from spec_lsp.engine.types import SamplingParams
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32)
+
+
+@dataclass
+class CostProfile:
+    verify_seconds: dict[int, float]  # batch size n -> seconds for one target pass of n tokens
+    draft_seconds_per_token: float = 0.0
+    draft_seconds_fixed: float = 0.0  # per draft call (catching up the draft cache, lookups)
+    key: str = ""
+    measured_at: float = field(default_factory=time.time)
+
+    @classmethod
+    def prior(cls) -> CostProfile:
+        """Until this machine is measured: a pessimistic CPU-like curve (relative units)."""
+        curve = {1: 1.0, 2: 1.7, 4: 2.7, 8: 7.0, 16: 14.0, 32: 28.0}
+        return cls(curve, draft_seconds_per_token=0.25, key="prior")
+
+    def verify(self, n: int) -> float:
+        """Seconds for a batch of n tokens: measured points, linear between them, linear beyond."""
+        points = sorted(self.verify_seconds.items())
+        if n <= points[0][0]:
+            return points[0][1] * n / points[0][0]
+        for (n0, t0), (n1, t1) in zip(points, points[1:]):
+            if n <= n1:
+                return t0 + (t1 - t0) * (n - n0) / (n1 - n0)
+        (n0, t0), (n1, t1) = points[-2], points[-1]
+        return t1 + (t1 - t0) / (n1 - n0) * (n - n1)
+
+    def draft(self, k: int) -> float:
+        return 0.0 if k <= 0 else self.draft_seconds_fixed + k * self.draft_seconds_per_token
+
+    def relative(self) -> dict[int, float]:
+        base = self.verify(1)
+        return {n: round(t / base, 2) for n, t in sorted(self.verify_seconds.items())}
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "verify_seconds": {str(k): v for k, v in self.verify_seconds.items()}})
+
+    @classmethod
+    def from_json(cls, text: str) -> CostProfile:
+        data = json.loads(text)
+        data["verify_seconds"] = {int(k): float(v) for k, v in data["verify_seconds"].items()}
+        return cls(**data)
+
+
+def profile_key(model_path: str, *, threads: int | None, backend: str, drafter: str) -> str:
+    try:
+        st = os.stat(model_path)
+        ident = f"{os.path.realpath(model_path)}:{st.st_size}:{int(st.st_mtime)}"
+    except OSError:
+        ident = model_path
+    raw = f"{ident}|threads={threads}|backend={backend}|drafter={drafter}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+def profiles_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(os.environ.get("SPEC_LSP_PROFILE_DIR", str(Path(base) / "spec-lsp" / "profiles")))
+
+
+def load_cached(key: str) -> CostProfile | None:
+    path = profiles_dir() / f"{key}.json"
+    try:
+        return CostProfile.from_json(path.read_text())
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def save(profile: CostProfile) -> Path:
+    directory = profiles_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{profile.key}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(profile.to_json())
+    os.replace(tmp, path)
+    return path
+
+
+def measure(
+    target: ModelBackend,
+    drafter: Drafter | None,
+    *,
+    context: Sequence[int],
+    key: str = "",
+    sizes: Sequence[int] = BATCH_SIZES,
+    repeats: int = 2,
+    budget_seconds: float = 30.0,
+) -> CostProfile:
+    """Time target passes of n tokens after `context` (a realistic KV length), and the drafter.
+
+    Stops adding larger batch sizes once `budget_seconds` is spent (slow models on slow CPUs).
+    The target's cache is restored to `context` afterwards.
+    """
+    sync(target, context)
+    filler = [t for t in context[-64:]] * 2
+    verify: dict[int, float] = {}
+    started = time.perf_counter()
+    for n in sizes:
+        times = []
+        for _ in range(repeats if n <= 8 else 1):
+            t = time.perf_counter()
+            target.evaluate(filler[:n], logits_from=0)
+            times.append(time.perf_counter() - t)
+            target.truncate(len(context))
+        verify[n] = statistics.median(times)
+        if time.perf_counter() - started > budget_seconds and len(verify) >= 4:
+            break
+    per_token, fixed = _measure_drafter(drafter, context) if drafter else (0.0, 0.0)
+    profile = CostProfile(verify, per_token, fixed, key=key)
+    log.info("cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs",
+             key, profile.relative(), per_token, fixed)
+    return profile
+
+
+def _measure_drafter(drafter: Drafter, context: Sequence[int]) -> tuple[float, float]:
+    """Per-token and fixed cost of a draft call, from calls of 1 and 4 tokens."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def timed(k: int) -> float:
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            drafter.draft(DraftRequest(list(context), k, SamplingParams(), rng))
+            runs.append(time.perf_counter() - t)
+        return statistics.median(runs)
+
+    timed(1)  # warm the draft's cache on the context
+    one, four = timed(1), timed(4)
+    per_token = max((four - one) / 3, 0.0)
+    return per_token, max(one - per_token, 0.0)

@@ -1,0 +1,95 @@
+"""The adaptive draft length on synthetic machines and acceptance streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, expected_tokens, prior_acceptance
+from spec_lsp.engine.profile import CostProfile
+
+GPU_LIKE = CostProfile({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5})
+THIS_CPU = CostProfile({1: 1.0, 2: 1.7, 4: 2.7, 8: 7.0, 16: 14.0, 32: 28.0})  # Qwen-1.5B, 2 threads
+STEPPED = CostProfile({1: 1.0, 2: 1.1, 3: 1.2, 4: 1.3, 5: 2.6, 8: 3.0, 16: 5.0})
+
+
+def policy(profile: CostProfile, alpha0: float = 0.5, **kw) -> AdaptivePolicy:
+    return AdaptivePolicy(profile, estimate=AcceptanceEstimate(alpha0), **kw)
+
+
+def feed(p: AdaptivePolicy, alpha: float, rounds: int, seed: int = 0) -> list[int]:
+    """Simulate rounds where each drafted token is accepted with probability alpha."""
+    rng = np.random.default_rng(seed)
+    ks = []
+    for _ in range(rounds):
+        k = p.choose_k()
+        tried = k or p.shadow_k()  # a free drafter is scored even when not verified
+        accepted = 0
+        while accepted < tried and rng.random() < alpha:
+            accepted += 1
+        p.observe(tried, accepted)
+        ks.append(k)
+    return ks
+
+
+def test_expected_tokens_formula():
+    assert expected_tokens(0.8, 4) == pytest.approx(3.3616)
+    assert expected_tokens(0.0, 5) == 1.0
+    assert expected_tokens(1.0, 3) == 4.0
+
+
+def test_k_rises_with_acceptance_on_cheap_verification():
+    ks = feed(policy(GPU_LIKE), alpha=0.95, rounds=40)
+    assert np.mean(ks[-10:]) >= 12
+
+
+def test_k_falls_to_zero_when_acceptance_is_low():
+    ks = feed(policy(THIS_CPU), alpha=0.1, rounds=60)
+    assert ks[-20:].count(0) >= 16  # zero except the occasional probe
+
+
+def test_expensive_verification_keeps_k_small_even_with_good_acceptance():
+    ks = feed(policy(THIS_CPU), alpha=0.92, rounds=60)
+    assert 1.5 <= np.mean(ks[-20:]) <= 5  # optimum is k = 3 or 4 here, never the 16 a GPU takes
+
+
+def test_stepped_curve_avoids_the_step():
+    """A curve that jumps at n = 5 makes k = 3 (batch 4) better than k = 4 or 5."""
+    assert policy(STEPPED).best_k(alpha=0.8) == 3
+
+
+def test_matches_exhaustive_search():
+    for profile in (GPU_LIKE, THIS_CPU, STEPPED):
+        p = policy(profile)
+        for alpha in np.linspace(0.05, 0.97, 12):
+            rates = [expected_tokens(alpha, k) / profile.verify(k + 1) for k in range(17)]
+            assert p.best_k(alpha) == int(np.argmax(rates))
+
+
+def test_a_drafter_as_costly_as_the_target_settles_on_zero():
+    self_draft = CostProfile({1: 1.0, 2: 1.1, 4: 1.2, 8: 1.4, 16: 1.8}, draft_seconds_per_token=1.0)
+    ks = feed(policy(self_draft, alpha0=0.6), alpha=1.0, rounds=12)
+    assert ks[:4] == [0, 0, 0, 0]
+
+
+def test_probes_bring_speculation_back():
+    p = policy(THIS_CPU)
+    feed(p, alpha=0.05, rounds=40)
+    assert p.best_k() == 0
+    ks = feed(p, alpha=0.98, rounds=150, seed=1)
+    assert ks[-1] > 0 and np.mean(ks[-10:]) >= 1
+
+
+def test_prior_falls_with_temperature():
+    assert prior_acceptance(0.0) > prior_acceptance(0.5) > prior_acceptance(1.0)
+
+
+def test_min_confidence_is_derived_from_costs():
+    assert policy(GPU_LIKE, alpha0=0.9).min_confidence() < 0.2
+    assert policy(THIS_CPU, alpha0=0.9).min_confidence() > 0.3
+
+
+def test_profile_interpolates_between_measured_points():
+    assert STEPPED.verify(6) == pytest.approx(2.6 + (3.0 - 2.6) / 3)
+    assert THIS_CPU.verify(3) == pytest.approx(2.2)
+    assert THIS_CPU.verify(64) > THIS_CPU.verify(32)
