@@ -33,7 +33,7 @@ PROFILE_TEXT = (
     "    with path.open() as handle:\n        data = json.load(handle)\n"
     "    return {key.lower(): value for key, value in data.items()}\n\n\n"
 ) * 8
-MODEL_KEYS = ("model", "draft_model", "drafter", "context_size", "threads", "gpu_layers", "fim_template")
+MODEL_KEYS = ("model", "context_size", "threads", "gpu_layers", "fim_template")
 
 
 @dataclass
@@ -85,11 +85,18 @@ class Engine:
         report("ready")
 
     def update_settings(self, settings: Settings) -> None:
-        changed = any(getattr(settings, k) != getattr(self.settings, k) for k in MODEL_KEYS)
+        """Apply new settings; reload models only when the ones in use change."""
+        old = self.settings
+        reload = any(getattr(settings, k) != getattr(old, k) for k in MODEL_KEYS) or (
+            (settings.drafter == "model" or old.drafter == "model")
+            and (settings.drafter, settings.draft_model) != (old.drafter, old.draft_model)
+        )
         self.settings = settings
         self.book.clear()
-        if changed or not self.ready:
+        if reload or not self.ready:
             self.load()
+        else:
+            self.profile = cost_profile.load_cached(self.profile_key())
 
     def close(self) -> None:
         if self._loaded is not None:

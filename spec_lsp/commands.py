@@ -1,0 +1,149 @@
+"""The command-line verbs other than `serve` and `schema`: complete, models, demo, profile, bench.
+
+Results go to stdout; progress and diagnostics to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from spec_lsp.config import Settings
+from spec_lsp.engine import CancelToken, CompletionRequest, EngineError, SamplingParams, build_engine
+from spec_lsp.engine.engine import Engine
+
+DEMO_FILE = Path(__file__).parent / "samples" / "demo.py"
+DEMO_LOCATION = f"{DEMO_FILE}:33:9"
+LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go",
+             ".c": "c", ".cpp": "cpp", ".java": "java", ".lua": "lua", ".md": "markdown"}
+
+
+def run(args: argparse.Namespace, settings: Settings | None) -> int:
+    try:
+        if args.command == "models":
+            return _models(args)
+        assert settings is not None
+        if args.command == "complete":
+            return _complete(args, settings)
+        if args.command == "demo":
+            return _demo(settings)
+        if args.command == "profile":
+            return _profile(settings)
+        if args.command == "bench":
+            from spec_lsp.bench import main as bench_main
+
+            return bench_main(settings, quick=args.quick, out=Path(args.out))
+    except EngineError as exc:
+        print(f"spec-lsp: {exc}", file=sys.stderr)
+        return 2
+    raise SystemExit(f"unknown command {args.command}")
+
+
+def request_at(location: str, settings: Settings) -> CompletionRequest:
+    """FILE:LINE:COL (1-based line and column, column counted in characters)."""
+    try:
+        path, line_s, col_s = location.rsplit(":", 2)
+        line, col = int(line_s), int(col_s)
+    except ValueError:
+        raise EngineError(f"location {location!r} is not FILE:LINE:COL (1-based)") from None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EngineError(f"cannot read {path}: {exc}") from exc
+    lines = text.splitlines(keepends=True) or [""]
+    if not (1 <= line <= len(lines) + 1):
+        raise EngineError(f"{path} has {len(lines)} lines; line {line} is outside it")
+    before = "".join(lines[: line - 1])
+    current = lines[line - 1] if line <= len(lines) else ""
+    body = current.rstrip("\r\n")
+    if not (1 <= col <= len(body) + 1):
+        raise EngineError(f"line {line} of {path} has {len(body)} characters; column {col} is outside it")
+    return CompletionRequest(
+        prefix=before + body[: col - 1],
+        suffix=current[col - 1 :] + "".join(lines[line:]),
+        document_id=str(Path(path).resolve()),
+        file_name=Path(path).name,
+        language=LANGUAGES.get(Path(path).suffix, ""),
+        max_tokens=settings.max_tokens,
+        sampling=SamplingParams(settings.temperature, settings.top_k, settings.top_p, settings.seed),
+    )
+
+
+def open_engine(settings: Settings, backend: str = "llama") -> Engine:
+    engine = build_engine(settings, backend=backend)
+    engine.load(progress=lambda msg: print(f"spec-lsp: {msg}", file=sys.stderr))
+    if settings.draft_policy == "adaptive" and settings.drafter != "none" and engine.profile is None:
+        print("spec-lsp: measuring this machine's verify costs (once per model)...", file=sys.stderr)
+        engine.ensure_profile()
+    return engine
+
+
+def _complete(args: argparse.Namespace, settings: Settings) -> int:
+    request = request_at(args.location, settings)
+    engine = open_engine(settings, args.backend)
+    try:
+        completion = engine.complete(request, CancelToken())
+    finally:
+        engine.close()
+    if args.json:
+        print(json.dumps({"text": completion.text, "stats": completion.stats.to_dict()}))
+    else:
+        print(completion.text)
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from spec_lsp import models
+
+    try:
+        if args.models_command == "pull":
+            for path in models.pull(args.names or None):
+                print(f"ready: {path}")
+            return 0
+        print(models.format_table(models.list_models()))
+        return 0
+    except (models.ModelPullError, models.ModelFileError) as exc:
+        print(f"spec-lsp: {exc}", file=sys.stderr)
+        return 1
+
+
+def _profile(settings: Settings) -> int:
+    engine = build_engine(settings)
+    engine.load()
+    try:
+        profile = engine.ensure_profile(remeasure=True)
+    finally:
+        engine.close()
+    print(f"verify cost of n tokens relative to 1 (1 = {profile.verify(1) * 1000:.1f} ms):")
+    for n, ratio in profile.relative().items():
+        print(f"  n={n:<3d} {ratio:5.2f}x")
+    print(f"draft: {profile.draft_seconds_per_token * 1000:.2f} ms/token + {profile.draft_seconds_fixed * 1000:.2f} ms/call")
+    return 0
+
+
+def _demo(settings: Settings) -> int:
+    print(f"Completing {DEMO_FILE.name} at line 33 (the body of `sell`) with {settings.drafter} drafts:\n")
+    request = request_at(DEMO_LOCATION, settings)
+    engine = open_engine(settings)
+    try:
+        runs = {}
+        for drafter in ("none", settings.drafter):
+            engine.update_settings(settings.model_copy(update={"drafter": drafter}))
+            runs[drafter] = engine.complete(request, CancelToken())
+    finally:
+        engine.close()
+    spec = runs[settings.drafter]
+    plain = runs["none"]
+    print(request.prefix.splitlines()[-1] + "\u2502" + spec.text.replace("\n", "\n" + " " * 0))
+    s = spec.stats
+    print("\n--- speculative statistics ---")
+    print(f"tokens {s.tokens} | drafted {s.drafted} | accepted {s.accepted} "
+          f"({s.acceptance_rate:.0%}) | rounds {s.rounds} | target passes {s.target_passes}")
+    print(f"prompt: {s.prompt_tokens} tokens, {s.prompt_tokens_evaluated} evaluated in {s.prompt_seconds:.1f}s")
+    print(f"decode: {s.tokens_per_second:.1f} tok/s with {settings.drafter} drafts vs "
+          f"{plain.stats.tokens_per_second:.1f} tok/s without "
+          f"({s.tokens_per_second / max(plain.stats.tokens_per_second, 1e-9):.2f}x); draft length per round: {s.k_trace}")
+    print(f"same text as plain decoding: {spec.text == plain.text}")
+    return 0

@@ -1,0 +1,102 @@
+"""The speculative loop on a real model equals plain llama-cpp-python greedy decoding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spec_lsp.engine.backends.llama import LlamaModel
+from spec_lsp.engine.drafting import ModelDrafter, NgramDrafter
+from spec_lsp.engine.policy import FixedPolicy
+from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.types import CancelToken, DecodeStats, EngineError, SamplingParams
+
+pytestmark = pytest.mark.real
+
+PROMPT = (
+    "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
+    "def mul(a, b):\n    return a * b\n\n\ndef div(a, b):\n"
+)
+N = 40
+
+
+@pytest.fixture(scope="module")
+def smol(smollm2_path):
+    model = LlamaModel(str(smollm2_path), n_ctx=1024, threads=2)
+    yield model
+    model.close()
+
+
+@pytest.fixture(scope="module")
+def plain_greedy(smollm2_path):
+    import llama_cpp
+
+    llm = llama_cpp.Llama(model_path=str(smollm2_path), n_ctx=1024, n_threads=2, verbose=False)
+    prompt = llm.tokenize(PROMPT.encode(), add_bos=False)
+    out = []
+    for token in llm.generate(prompt, temp=0.0, top_k=1, repeat_penalty=1.0):
+        if token == llm.token_eos() or len(out) == N:
+            break
+        out.append(token)
+    llm.close()
+    return prompt, out
+
+
+def decode(model, drafter, prompt, k):
+    stats = DecodeStats()
+    job = DecodeJob(prompt, N, SamplingParams(), model.info.stop_ids)
+    out = generate(model, drafter, FixedPolicy(k), job, cancel=CancelToken(),
+                   rng=np.random.default_rng(0), stats=stats)
+    return out, stats
+
+
+def test_tokenizer_matches_llama_cpp_python(smol, plain_greedy):
+    prompt, _ = plain_greedy
+    assert smol.tokenize(PROMPT) == prompt
+
+
+def test_no_drafter_equals_plain_greedy(smol, plain_greedy):
+    prompt, expected = plain_greedy
+    out, stats = decode(smol, None, prompt, 0)
+    assert out == expected
+    assert stats.target_passes == len(out)  # one pass per token (the prompt pass makes the first)
+
+
+def test_self_draft_accepts_everything_and_equals_plain_greedy(smol, smollm2_path, plain_greedy):
+    prompt, expected = plain_greedy
+    draft = LlamaModel(str(smollm2_path), n_ctx=1024, threads=2)
+    try:
+        out, stats = decode(smol, ModelDrafter(draft, target=smol), prompt, 4)
+    finally:
+        draft.close()
+    assert out == expected
+    assert stats.drafted > 0 and stats.accepted == stats.drafted
+    assert stats.target_passes < len(out) / 2
+
+
+def test_ngram_drafter_equals_plain_greedy(smol, plain_greedy):
+    prompt, expected = plain_greedy
+    out, stats = decode(smol, NgramDrafter(), prompt, 6)
+    assert out == expected
+    assert stats.drafted > 0 and 0 < stats.accepted <= stats.drafted
+
+
+def test_kv_prefix_reuse_evaluates_only_the_change(smol, plain_greedy):
+    prompt, _ = plain_greedy
+    decode(smol, None, prompt, 0)
+    edited = prompt[:-3] + smol.tokenize("return a // b")
+    _, stats = decode(smol, None, edited, 0)
+    assert stats.prompt_tokens_evaluated <= len(edited) - len(prompt) + 4
+
+
+def test_missing_and_non_gguf_files_are_clear_errors(tmp_path):
+    with pytest.raises(EngineError, match="not found.*models pull"):
+        LlamaModel(str(tmp_path / "nope.gguf"), n_ctx=256)
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"not a model at all")
+    with pytest.raises(EngineError, match="not a GGUF"):
+        LlamaModel(str(bad), n_ctx=256)
+    truncated = tmp_path / "truncated.gguf"
+    truncated.write_bytes(b"GGUF" + b"\0" * 64)
+    with pytest.raises(EngineError, match="could not load"):
+        LlamaModel(str(truncated), n_ctx=256)
