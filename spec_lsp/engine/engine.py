@@ -7,9 +7,9 @@ per-document draft policies and the running totals reported by `stats()`.
 from __future__ import annotations
 
 import logging
-import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import postprocess
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file, detokenize
+from spec_lsp.engine.cache import StatePool, SuggestionCache
 from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
 from spec_lsp.engine import profile as cost_profile
 from spec_lsp.engine.policy import PolicyBook, make_policy
@@ -33,6 +34,7 @@ PROFILE_TEXT = (
     "    with path.open() as handle:\n        data = json.load(handle)\n"
     "    return {key.lower(): value for key, value in data.items()}\n\n\n"
 ) * 8
+SPLIT_LINES = 8
 MODEL_KEYS = ("model", "context_size", "threads", "gpu_layers", "fim_template")
 
 
@@ -56,8 +58,11 @@ class Engine:
         self.totals = EngineTotals()
         self._loaded: Loaded | None = None
         self.book = PolicyBook()
+        self.suggestions = SuggestionCache()
+        self.pool = StatePool()
+        self._continuations: OrderedDict[str, list[int]] = OrderedDict()
+        self._in_flight: tuple[CompletionRequest, str] | None = None
         self.profile: cost_profile.CostProfile | None = None
-        self._lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -80,6 +85,7 @@ class Engine:
         stop_ids = target.info.stop_ids | _end_token_ids(target, template)
         self._loaded = Loaded(target, draft, template, stop_ids)
         self.book.clear()
+        self._forget()
         self.profile = cost_profile.load_cached(self.profile_key())
         self.totals.model_names = [m.info.name for m in (target, draft) if m is not None]
         report("ready")
@@ -93,10 +99,17 @@ class Engine:
         )
         self.settings = settings
         self.book.clear()
+        self._forget()
         if reload or not self.ready:
             self.load()
         else:
             self.profile = cost_profile.load_cached(self.profile_key())
+
+    def _forget(self) -> None:
+        """Drop every cached answer and state (settings or models changed)."""
+        self.suggestions.clear()
+        self.pool.clear()
+        self._continuations.clear()
 
     def close(self) -> None:
         if self._loaded is not None:
@@ -105,10 +118,36 @@ class Engine:
 
     # -- completions -----------------------------------------------------------------------------
     def peek(self, request: CompletionRequest) -> Completion | None:
-        """An answer that needs no model call (typed-through cache), else None. Thread-safe."""
-        return None
+        """An answer that needs no model call (typed through a suggestion), else None.
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken) -> Completion:
+        Thread-safe and instant: the server calls it before queueing a request."""
+        if not self.settings.cache:
+            return None
+        hit = self.suggestions.lookup(request)
+        if hit is None:
+            return None
+        typed, rest = hit
+        stats = DecodeStats(drafter=self.settings.drafter, cache="typed_through")
+        self.totals.record(stats)
+        return Completion(text=rest, stats=stats, typed=typed)
+
+    def extends_in_flight(self, request: CompletionRequest) -> bool:
+        """True when the running generation already produced what this request typed: the
+        server lets it finish (its result answers this request) instead of cancelling it."""
+        running = self._in_flight
+        if running is None or not self.settings.cache:
+            return False
+        old, produced = running
+        if (old.document_id, old.suffix) != (request.document_id, request.suffix):
+            return False
+        if not request.prefix.startswith(old.prefix):
+            return False
+        return produced.startswith(request.prefix[len(old.prefix) :])
+
+    def complete(self, request: CompletionRequest, cancel: CancelToken, *, kind: str = "") -> Completion:
+        cached = self.peek(request)
+        if cached is not None:
+            return cached
         loaded = self._loaded
         if loaded is None:
             raise EngineError("the model is not loaded yet")
@@ -119,21 +158,38 @@ class Engine:
         )
         prompt = self._prompt(loaded, request)
         stats = DecodeStats(drafter=self.settings.drafter)
-        should_stop = self._stop_check(loaded.target, request, multiline)
-        job = DecodeJob(prompt, request.max_tokens, request.sampling, loaded.stop_ids, should_stop)
-        drafter = self._drafter(loaded)
+        reused = self._prepare_caches(loaded, request.document_id, prompt)
+        job = DecodeJob(
+            prompt, request.max_tokens, request.sampling, loaded.stop_ids,
+            self._stop_check(loaded.target, request, multiline),
+            continuation=self._continuations.get(request.document_id, ()) if self.settings.cache else (),
+            on_round=lambda out: self._track(request, loaded.target, out),
+        )
         temperature = request.sampling.temperature
         estimate = self.book.estimate(request.document_id, request.language, temperature)
         policy = make_policy(self.settings, self.profile, estimate)
         rng = np.random.default_rng(request.sampling.seed)
         try:
-            tokens = generate(loaded.target, drafter, policy, job, cancel=cancel, rng=rng, stats=stats)
+            tokens = generate(loaded.target, self._drafter(loaded), policy, job, cancel=cancel, rng=rng, stats=stats)
         finally:
+            self._in_flight = None
+            stats.cache = kind or reused or _reuse_kind(stats)
             self.totals.record(stats, cancelled=cancel.cancelled)
             self.book.remember_language(request.language, temperature, estimate)
+        self._remember_continuation(request.document_id, [*prompt, *tokens])
         raw = _cut_at_stop_strings(detokenize(loaded.target, tokens), request.stop)
         text = postprocess.postprocess(raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline)
+        if self.settings.cache:
+            self.suggestions.put(request, text, raw)
         return Completion(text=text, stats=stats, raw_text=raw)
+
+    def precompute(self, request: CompletionRequest, shown: Completion, cancel: CancelToken) -> None:
+        """Idle time: compute the suggestion that follows `shown` as if the user accepted it."""
+        if not (self.settings.cache and self.settings.precompute and shown.text):
+            return
+        after = replace(request, prefix=request.prefix + shown.typed + shown.text)
+        if self.suggestions.lookup(after) is None:
+            self.complete(after, cancel, kind="precompute")
 
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
@@ -162,6 +218,28 @@ class Engine:
         return self.profile
 
     # -- steps -----------------------------------------------------------------------------------
+    def prompt_tokens(self, request: CompletionRequest) -> list[int]:
+        if self._loaded is None:
+            raise EngineError("the model is not loaded yet")
+        return self._prompt(self._loaded, request)
+
+    def _prepare_caches(self, loaded: Loaded, document: str, prompt: list[int]) -> str:
+        if not self.settings.cache:
+            loaded.target.truncate(0)
+            if loaded.draft is not None:
+                loaded.draft.truncate(0)
+            return "off"
+        return self.pool.switch(document, prompt, loaded.target, loaded.draft)
+
+    def _track(self, request: CompletionRequest, target: ModelBackend, out: list[int]) -> None:
+        self._in_flight = (request, detokenize(target, out))
+
+    def _remember_continuation(self, document: str, tokens: list[int]) -> None:
+        self._continuations[document] = tokens
+        self._continuations.move_to_end(document)
+        while len(self._continuations) > 16:
+            self._continuations.popitem(last=False)
+
     def _prompt(self, loaded: Loaded, request: CompletionRequest) -> list[int]:
         target, s = loaded.target, self.settings
         prefix_budget, suffix_budget = s.prefix_tokens, s.suffix_tokens
@@ -172,10 +250,11 @@ class Engine:
                 count_tokens=lambda text: len(target.tokenize(text)),
                 prefix_budget=prefix_budget, suffix_budget=suffix_budget,
             )
+            head, middle = split_for_typing(prefix, lines_before=request.prefix.count("\n"))
             segments = fim.build_prompt(
-                loaded.template, prefix=prefix, suffix=suffix,
+                loaded.template, prefix=head, suffix=suffix,
                 file_name=request.file_name, language=request.language,
-            )
+            ) + [fim.Segment(middle, special=False)]
             tokens = [t for seg in segments for t in target.tokenize(seg.text, special=seg.special)]
             if target.info.add_bos and "bos" in target.info.special:
                 tokens.insert(0, target.info.special["bos"])
@@ -227,6 +306,31 @@ def _end_token_ids(target: ModelBackend, template: fim.FimTemplate | None) -> fr
         if len(tokens) == 1:
             ids.add(tokens[0])
     return frozenset(ids)
+
+
+def split_for_typing(prefix: str, *, lines_before: int, every: int = SPLIT_LINES) -> tuple[str, str]:
+    """Split the prefix window so that typing is an append to the prompt.
+
+    The FIM prompt is prefix-block, suffix, then the middle. The last few lines before the cursor
+    (the cursor's line and up to `every - 1` lines above, counted from absolute line numbers so
+    the split stays put while typing) go after the middle token, as if the model had written
+    them. A keystroke then appends to the prompt instead of invalidating the suffix block; the
+    block is re-evaluated once every `every` lines. (Suffix-first order would also make typing
+    an append, but Qwen2.5-Coder does not understand it; see research/fim_layout.md.)
+    """
+    keep = lines_before % every  # whole lines after the split, before the cursor's line
+    cut = len(prefix)
+    for _ in range(keep + 1):
+        cut = prefix.rfind("\n", 0, cut)
+        if cut < 0:
+            return "", prefix
+    return prefix[: cut + 1], prefix[cut + 1 :]
+
+
+def _reuse_kind(stats: DecodeStats) -> str:
+    if stats.prompt_tokens and stats.prompt_tokens_evaluated * 2 <= stats.prompt_tokens:
+        return "kv_prefix"
+    return "cold"
 
 
 def _cut_at_stop_strings(text: str, stops: tuple[str, ...]) -> str:

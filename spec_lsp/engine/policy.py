@@ -19,6 +19,10 @@ from spec_lsp.engine.profile import CostProfile
 class DraftPolicy(Protocol):
     def choose_k(self) -> int: ...
 
+    def certain_k(self) -> int:
+        """Batch size for a draft that is almost surely right (the last generation's tokens)."""
+        ...
+
     def shadow_k(self) -> int: ...
 
     def min_confidence(self) -> float: ...
@@ -42,6 +46,9 @@ class FixedPolicy:
 
     def shadow_k(self) -> int:
         return 0
+
+    def certain_k(self) -> int:
+        return max(self.draft_max, 1)
 
     def min_confidence(self) -> float:
         return self.p_min
@@ -137,6 +144,9 @@ class AdaptivePolicy:
                 k = max(1, self.draft_min, min(2, self.draft_max))
         self._last_k = k
         return k
+
+    def certain_k(self) -> int:
+        return max(1, self.best_k(alpha=0.98))
 
     def shadow_k(self) -> int:
         """At k = 0 a free drafter (n-gram lookup) can still propose, unverified, and be scored

@@ -27,6 +27,8 @@ class DecodeJob:
     sampling: SamplingParams
     stop_ids: frozenset[int]
     should_stop: Callable[[list[int]], bool] = lambda _tokens: False  # stop strings, post-processing
+    continuation: Sequence[int] = ()  # the document's last prompt + generation (a near-certain draft)
+    on_round: Callable[[list[int]], None] | None = None  # progress: the tokens committed so far
 
 
 def verify(rows: np.ndarray, draft: Draft, params: SamplingParams, rng: np.random.Generator) -> tuple[int, int]:
@@ -77,14 +79,17 @@ def generate(
     stats.prompt_seconds = time.perf_counter() - started
     started = time.perf_counter()
     out = [sampling.pick(logits, job.sampling, rng)]
+    known = _continuation_after(job)
     shadow: tuple[int, list[int]] | None = None  # (position in out, unverified proposal)
     while not _finished(out, job, stats):
         cancel.raise_if_cancelled()
         shadow = _score_shadow(shadow, out, policy)
         k = policy.choose_k() if drafter is not None else 0
         k = min(k, job.max_tokens - len(out))
-        draft = Draft([])
-        if drafter is not None and (k > 0 or (shadow is None and policy.shadow_k() > 0)):
+        draft = _from_continuation(known, out, min(policy.certain_k(), job.max_tokens - len(out)))
+        from_continuation = bool(draft.tokens)
+        stats.continuation_drafted += len(draft.tokens)
+        if not from_continuation and drafter is not None and (k > 0 or (shadow is None and policy.shadow_k() > 0)):
             t = time.perf_counter()
             request = DraftRequest(list(job.prompt) + out, k or policy.shadow_k(), job.sampling, rng,
                                    policy.min_confidence())
@@ -96,16 +101,35 @@ def generate(
         n_accepted, next_token = verify(rows, draft, job.sampling, rng)
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
-        policy.observe(len(draft.tokens), n_accepted)
+        if not from_continuation:  # the drafter's acceptance, not the cache's
+            policy.observe(len(draft.tokens), n_accepted)
         stats.rounds += 1
         stats.target_passes += 1
         stats.drafted += len(draft.tokens)
         stats.accepted += n_accepted
         stats.k_trace.append(len(draft.tokens))
         stats.accepted_trace.append(n_accepted)
+        if job.on_round is not None:
+            job.on_round(out)
     stats.decode_seconds = time.perf_counter() - started
     stats.acceptance_estimate = policy.acceptance_estimate()
     return out[: stats.tokens]
+
+
+def _continuation_after(job: DecodeJob) -> list[int]:
+    """The last generation's tokens past this prompt, if this prompt is a prefix of it."""
+    n = len(job.prompt)
+    if len(job.continuation) > n and list(job.continuation[:n]) == list(job.prompt):
+        return list(job.continuation[n:])
+    return []
+
+
+def _from_continuation(known: list[int], out: list[int], k: int) -> Draft:
+    """While the committed tokens follow the last generation, propose its next tokens."""
+    n = len(out)
+    if k <= 0 or len(known) <= n or known[:n] != out:
+        return Draft([])
+    return Draft(known[n : n + k])
 
 
 def _score_shadow(shadow: tuple[int, list[int]] | None, out: list[int], policy: DraftPolicy):

@@ -54,6 +54,7 @@ class DecodeStats:
     prompt_seconds: float = 0.0
     decode_seconds: float = 0.0
     draft_seconds: float = 0.0
+    continuation_drafted: int = 0  # draft tokens taken from the document's last generation
     k_trace: list[int] = field(default_factory=list)  # draft length chosen per round
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end
@@ -83,6 +84,8 @@ class Completion:
     text: str
     stats: DecodeStats
     raw_text: str = ""  # the model's continuation before post-processing
+    typed: str = ""  # text just before the cursor that the user typed into an earlier suggestion;
+    # the editor's item replaces it: insert `typed + text` over the range ending at the cursor
 
 
 class Cancelled(Exception):

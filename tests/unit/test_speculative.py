@@ -69,9 +69,9 @@ class ScriptedDrafter:
         return Draft(tokens)
 
 
-def run(prompt: list[int], drafter, k: int, max_tokens: int, params=SamplingParams(), seed=0):
+def run(prompt: list[int], drafter, k: int, max_tokens: int, params=SamplingParams(), seed=0, continuation=()):
     stats = DecodeStats()
-    job = DecodeJob(prompt, max_tokens, params, frozenset({STOP}))
+    job = DecodeJob(prompt, max_tokens, params, frozenset({STOP}), continuation=continuation)
     out = generate(fake_target(), drafter, FixedPolicy(k), job, cancel=CancelToken(),
                    rng=np.random.default_rng(seed), stats=stats)
     return out, stats
@@ -83,16 +83,22 @@ def run(prompt: list[int], drafter, k: int, max_tokens: int, params=SamplingPara
     k=st.integers(0, 12),
     max_tokens=st.integers(1, 40),
     mode=st.sampled_from(["random", "exact", "one_wrong", "ngram", "self"]),
+    cached=st.sampled_from(["none", "right", "wrong"]),
     data=st.data(),
 )
-def test_greedy_speculation_equals_plain_greedy(prompt, k, max_tokens, mode, data):
+def test_greedy_speculation_equals_plain_greedy(prompt, k, max_tokens, mode, cached, data):
     if mode == "ngram":
         drafter = NgramDrafter()
     elif mode == "self":
         drafter = ModelDrafter(fake_target(), target=fake_target())
     else:
         drafter = ScriptedDrafter(data, mode)
-    out, stats = run(prompt, drafter, k, max_tokens)
+    continuation: list[int] = []
+    if cached == "right":  # the last generation, maybe longer or shorter than this one
+        continuation = prompt + plain_greedy(prompt, data.draw(st.integers(0, 50)))
+    elif cached == "wrong":
+        continuation = prompt + data.draw(st.lists(st.integers(0, VOCAB - 1), max_size=30))
+    out, stats = run(prompt, drafter, k, max_tokens, continuation=continuation)
     assert out == plain_greedy(prompt, max_tokens)
     assert stats.accepted <= stats.drafted
     assert stats.target_passes == stats.rounds + 1

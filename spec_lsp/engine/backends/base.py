@@ -30,6 +30,16 @@ class ModelInfo:
     add_bos: bool = False  # the model expects a BOS token before the prompt
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    tokens: tuple[int, ...]
+    data: bytes = b""  # the backend's serialized KV for those tokens
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data) + 4 * len(self.tokens)
+
+
 class ModelBackend(Protocol):
     info: ModelInfo
 
@@ -52,6 +62,12 @@ class ModelBackend(Protocol):
     def truncate(self, n_keep: int) -> None:
         """Keep only the first `n_keep` cached tokens."""
         ...
+
+    def save_state(self) -> Snapshot:
+        """Copy the cache (tokens and their keys/values) so another document can use it."""
+        ...
+
+    def load_state(self, snapshot: Snapshot) -> None: ...
 
     def close(self) -> None: ...
 

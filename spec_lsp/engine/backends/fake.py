@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from spec_lsp.engine.backends.base import ModelInfo
+from spec_lsp.engine.backends.base import ModelInfo, Snapshot
 
 SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>")
 EOS = 256
@@ -78,6 +78,12 @@ class FakeModel:
 
     def truncate(self, n_keep: int) -> None:
         del self._tokens[n_keep:]
+
+    def save_state(self) -> Snapshot:
+        return Snapshot(tuple(self._tokens))
+
+    def load_state(self, snapshot: Snapshot) -> None:
+        self._tokens = list(snapshot.tokens)
 
     def close(self) -> None:
         self._tokens = []

@@ -12,13 +12,14 @@ import ctypes
 import hashlib
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from spec_lsp.engine.backends.base import ModelInfo, check_model_file
+from spec_lsp.engine.backends.base import ModelInfo, Snapshot, check_model_file
 from spec_lsp.engine.types import EngineError
 
 log = logging.getLogger(__name__)
@@ -108,6 +109,25 @@ class LlamaModel:
             n_keep = 0
         del self._tokens[n_keep:]
 
+    def save_state(self) -> Snapshot:
+        lib = self._lib
+        size = int(lib.llama_state_seq_get_size(self._ctx, 0))
+        buffer = (ctypes.c_ubyte * size)()
+        written = int(lib.llama_state_seq_get_data(self._ctx, buffer, size, 0))
+        return Snapshot(tuple(self._tokens), bytes(buffer)[:written])
+
+    def load_state(self, snapshot: Snapshot) -> None:
+        lib = self._lib
+        lib.llama_memory_clear(lib.llama_get_memory(self._ctx), True)
+        self._tokens = []
+        if not snapshot.tokens:
+            return
+        buffer = (ctypes.c_ubyte * len(snapshot.data)).from_buffer_copy(snapshot.data)
+        if lib.llama_state_seq_set_data(self._ctx, buffer, len(snapshot.data), 0) == 0:
+            lib.llama_memory_clear(lib.llama_get_memory(self._ctx), True)  # refused: start empty
+            return
+        self._tokens = list(snapshot.tokens)
+
     def close(self) -> None:
         if getattr(self, "_batch", None) is not None:
             self._lib.llama_batch_free(self._batch)
@@ -177,3 +197,30 @@ class LlamaModel:
             vocab_fingerprint=texts.hexdigest()[:16],
             add_bos=bool(lib.llama_vocab_get_add_bos(vocab)),
         )
+
+
+def plain_llama(path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bool) -> Any:
+    """Plain llama-cpp-python, as a user would run it (for benchmarks), optionally with its
+    own prompt-lookup draft (which requires logits_all=True)."""
+    import llama_cpp
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    threads = threads or os.cpu_count() or 1
+    return llama_cpp.Llama(
+        model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False,
+        logits_all=prompt_lookup, draft_model=LlamaPromptLookupDecoding() if prompt_lookup else None,
+    )
+
+
+def timed_completion(llm: Any, prompt: Sequence[int], *, max_tokens: int, temperature: float) -> tuple[int, float]:
+    """Stream a completion; return (tokens, seconds from the first token to the last)."""
+    first = None
+    tokens = 0
+    for _chunk in llm.create_completion(
+        list(prompt), max_tokens=max_tokens, temperature=temperature, top_k=40, top_p=0.95,
+        min_p=0.0, repeat_penalty=1.0, stream=True, seed=0,
+    ):
+        tokens += 1
+        if first is None:
+            first = time.perf_counter()
+    return tokens, (time.perf_counter() - first) if first is not None else 0.0
