@@ -73,7 +73,7 @@ def generate(
 ) -> list[int]:
     """Generate up to job.max_tokens tokens after job.prompt; return them (stop token excluded)."""
     started = time.perf_counter()
-    logits, stats.prompt_tokens_evaluated = sync(target, job.prompt)
+    logits, stats.prompt_tokens_evaluated = sync(target, job.prompt, check=cancel.raise_if_cancelled)
     stats.prompt_tokens = len(job.prompt)
     stats.target_passes += 1
     stats.prompt_seconds = time.perf_counter() - started

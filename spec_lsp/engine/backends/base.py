@@ -6,7 +6,7 @@ returns logits for the rows asked; `truncate` drops the tail (rejected draft tok
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -84,11 +84,15 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-def sync(model: ModelBackend, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
+def sync(
+    model: ModelBackend, tokens: Sequence[int], *, check: Callable[[], None] | None = None, chunk: int = 128
+) -> tuple[np.ndarray, int]:
     """Make the cache hold exactly `tokens`, evaluating only what differs from what it holds.
 
     Returns the logits after the last token and the number of tokens evaluated. At least the
-    last token is evaluated (its logits are not kept), so this is never a no-op.
+    last token is evaluated (its logits are not kept), so this is never a no-op. Long prompts
+    are evaluated in chunks with `check()` (cancellation) between them; a cancelled prompt keeps
+    what it evaluated, so the next request for the document starts from there.
     """
     if not tokens:
         raise ValueError("cannot sync an empty token sequence")
@@ -97,7 +101,13 @@ def sync(model: ModelBackend, tokens: Sequence[int]) -> tuple[np.ndarray, int]:
         keep = 0  # no partial removal on this architecture: start over
     model.truncate(keep)
     rest = list(tokens[keep:])
-    logits = model.evaluate(rest, logits_from=len(rest) - 1)
+    for start in range(0, len(rest) - 1, chunk):
+        if check is not None:
+            check()
+        model.evaluate(rest[start : min(start + chunk, len(rest) - 1)], logits_from=chunk)
+    if check is not None:
+        check()
+    logits = model.evaluate(rest[-1:], logits_from=0)
     return logits[-1], len(rest)
 
 
