@@ -47,13 +47,20 @@ class Result:
         tt = sorted(self.typed_through_latencies) or [float("nan")]
         tt95 = tt[min(len(tt) - 1, int(0.95 * len(tt)))] * 1000
         hits = self.stats.get("cache_hits", {})
-        model_calls = max(self.stats.get("requests", 0) - hits.get("typed_through", 0) - hits.get("precompute", 0), 1)
+        model_calls = max(
+            self.stats.get("requests", 0)
+            - hits.get("typed_through", 0)
+            - hits.get("precompute", 0),
+            1,
+        )
         no_model = hits.get("typed_through", 0) / max(self.requests, 1)
         per_call = self.stats.get("prompt_tokens_evaluated", 0) / model_calls
         prompt_per_call = self.stats.get("prompt_tokens", 0) / model_calls
-        return (f"| {self.mode} | {self.requests} | {self.answered} | {self.cancelled} | {p50:.0f} | {p95:.0f} | "
-                f"{tt95:.1f} | {no_model:.0%} | {per_call:.1f} / {prompt_per_call:.0f} | "
-                f"{self.predicted}/{self.predictable} |")
+        return (
+            f"| {self.mode} | {self.requests} | {self.answered} | {self.cancelled} | {p50:.0f} | {p95:.0f} | "
+            f"{tt95:.1f} | {no_model:.0%} | {per_call:.1f} / {prompt_per_call:.0f} | "
+            f"{self.predicted}/{self.predictable} |"
+        )
 
 
 def split_source(text: str) -> tuple[str, str, str]:
@@ -65,7 +72,9 @@ def split_source(text: str) -> tuple[str, str, str]:
 def position_of(text: str, offset: int) -> lsp.Position:
     line = text.count("\n", 0, offset)
     col = offset - (text.rfind("\n", 0, offset) + 1)
-    return lsp.Position(line=line, character=len(text[offset - col : offset].encode("utf-16-le")) // 2)
+    return lsp.Position(
+        line=line, character=len(text[offset - col : offset].encode("utf-16-le")) // 2
+    )
 
 
 async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
@@ -74,17 +83,32 @@ async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
     client = LanguageClient("replay", "0.1")
     server = [sys.executable, "-m", "spec_lsp.cli", "serve", "--backend", args.backend]
     await client.start_io(*server)
-    options = {"cache": cache, "precompute": cache, "drafter": args.drafter, "maxTokens": args.max_tokens,
-               "prefixTokens": args.prefix_tokens, "suffixTokens": args.suffix_tokens}
-    await client.initialize_async(lsp.InitializeParams(
-        capabilities=lsp.ClientCapabilities(text_document=lsp.TextDocumentClientCapabilities(
-            inline_completion=lsp.InlineCompletionClientCapabilities())),
-        initialization_options=options))
+    options = {
+        "cache": cache,
+        "precompute": cache,
+        "drafter": args.drafter,
+        "maxTokens": args.max_tokens,
+        "prefixTokens": args.prefix_tokens,
+        "suffixTokens": args.suffix_tokens,
+    }
+    await client.initialize_async(
+        lsp.InitializeParams(
+            capabilities=lsp.ClientCapabilities(
+                text_document=lsp.TextDocumentClientCapabilities(
+                    inline_completion=lsp.InlineCompletionClientCapabilities()
+                )
+            ),
+            initialization_options=options,
+        )
+    )
     client.initialized(lsp.InitializedParams())
     uri = "file:///replay/replay_source.py"
     text = before + after
-    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-        lsp.TextDocumentItem(uri=uri, language_id="python", version=0, text=text)))
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=0, text=text)
+        )
+    )
     result = Result("cache on" if cache else "cache off")
     await _wait_ready(client, uri, text, len(before), args.ready_timeout)
     shown = ""
@@ -98,9 +122,12 @@ async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
         pos = position_of(text, offset)
         text = text[:offset] + ch + text[offset:]
         version += 1
-        client.text_document_did_change(lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
-            [lsp.TextDocumentContentChangePartial(range=lsp.Range(pos, pos), text=ch)]))
+        client.text_document_did_change(
+            lsp.DidChangeTextDocumentParams(
+                lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                [lsp.TextDocumentContentChangePartial(range=lsp.Range(pos, pos), text=ch)],
+            )
+        )
         if pending is not None and not pending.done():
             client.protocol.notify("$/cancelRequest", lsp.CancelParams(id=pending.msg_id))  # type: ignore[attr-defined]
         cursor = position_of(text, offset + 1)
@@ -121,10 +148,14 @@ async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
     return result
 
 
-def _request(client: LanguageClient, uri: str, cursor: lsp.Position, result: Result) -> asyncio.Future:
+def _request(
+    client: LanguageClient, uri: str, cursor: lsp.Position, result: Result
+) -> asyncio.Future:
     params = lsp.InlineCompletionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=uri), position=cursor,
-        context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Automatic))
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        position=cursor,
+        context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Automatic),
+    )
     msg_id = f"replay-{result.requests}"
     result.requests += 1
     started = time.perf_counter()
@@ -147,7 +178,9 @@ def _request(client: LanguageClient, uri: str, cursor: lsp.Position, result: Res
             result.typed_through_latencies.append(elapsed)
         answer.set_result(text)
 
-    future = client.protocol.send_request_async("textDocument/inlineCompletion", params, msg_id=msg_id)
+    future = client.protocol.send_request_async(
+        "textDocument/inlineCompletion", params, msg_id=msg_id
+    )
     asyncio.ensure_future(future).add_done_callback(done)
     return answer
 
@@ -159,7 +192,9 @@ def _first_text(items) -> str:
     if not items:
         return ""
     first = items[0]
-    text = getattr(first, "insert_text", None) or (first.get("insertText") if isinstance(first, dict) else "")
+    text = getattr(first, "insert_text", None) or (
+        first.get("insertText") if isinstance(first, dict) else ""
+    )
     return text if isinstance(text, str) else getattr(text, "value", "")
 
 
@@ -174,13 +209,19 @@ def _plain(obj):
         return vars(obj) if hasattr(obj, "__dict__") else {}
 
 
-async def _wait_ready(client: LanguageClient, uri: str, text: str, offset: int, timeout: float) -> None:
+async def _wait_ready(
+    client: LanguageClient, uri: str, text: str, offset: int, timeout: float
+) -> None:
     """Like a user who opens the file and pauses: wait until a first completion comes back."""
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
         params = lsp.InlineCompletionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), position=position_of(text, offset),
-            context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked))
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            position=position_of(text, offset),
+            context=lsp.InlineCompletionContext(
+                trigger_kind=lsp.InlineCompletionTriggerKind.Invoked
+            ),
+        )
         items = await client.protocol.send_request_async("textDocument/inlineCompletion", params)
         if _first_text(items):
             return
@@ -189,12 +230,16 @@ async def _wait_ready(client: LanguageClient, uri: str, text: str, offset: int, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", default="llama", choices=["llama", "fake"])
     parser.add_argument("--drafter", default="ngram")
     parser.add_argument("--chars", type=int, default=120, help="characters to type")
     parser.add_argument("--cadence", type=float, default=0.1, help="seconds between keys")
-    parser.add_argument("--wait", action="store_true", help="wait for each answer before the next key")
+    parser.add_argument(
+        "--wait", action="store_true", help="wait for each answer before the next key"
+    )
     parser.add_argument("--max-tokens", type=int, default=24)
     parser.add_argument("--prefix-tokens", type=int, default=384)
     parser.add_argument("--suffix-tokens", type=int, default=96)
@@ -202,15 +247,21 @@ def main() -> None:
     parser.add_argument("--modes", default="on,off", help="cache modes to run: on,off")
     args = parser.parse_args()
     results = [asyncio.run(replay(args, cache=mode == "on")) for mode in args.modes.split(",")]
-    print(f"\nkeystroke replay: {args.chars} chars, backend {args.backend}, drafter {args.drafter}, "
-          f"{'wait for each answer' if args.wait else f'{args.cadence * 1000:.0f} ms between keys'}\n")
-    print("| mode | requests | answered | cancelled | p50 ms | p95 ms | typed-through p95 ms | "
-          "no model call | prompt tokens evaluated / in prompt, per model call | suggestion predicted next char |")
+    print(
+        f"\nkeystroke replay: {args.chars} chars, backend {args.backend}, drafter {args.drafter}, "
+        f"{'wait for each answer' if args.wait else f'{args.cadence * 1000:.0f} ms between keys'}\n"
+    )
+    print(
+        "| mode | requests | answered | cancelled | p50 ms | p95 ms | typed-through p95 ms | "
+        "no model call | prompt tokens evaluated / in prompt, per model call | suggestion predicted next char |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         print(r.row())
     if len(results) == 2 and results[0].latencies and results[1].latencies:
-        ratio = statistics.median(results[1].latencies) / max(statistics.median(results[0].latencies), 1e-6)
+        ratio = statistics.median(results[1].latencies) / max(
+            statistics.median(results[0].latencies), 1e-6
+        )
         print(f"\np50 latency, cache off / cache on: {ratio:.1f}x")
 
 

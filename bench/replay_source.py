@@ -37,6 +37,8 @@ def handle_set(store: Store, args: list[str]) -> str:
         return "ERR wrong number of arguments for SET"
     store.set(args[0], args[1])
     return "OK"
+
+
 # <typed>
 
 

@@ -22,7 +22,13 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
 from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, DraftPolicy, FixedPolicy, prior_acceptance
+from spec_lsp.engine.policy import (
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    DraftPolicy,
+    FixedPolicy,
+    prior_acceptance,
+)
 from spec_lsp.engine.speculative import DecodeJob, generate
 from spec_lsp.engine.types import DecodeStats
 
@@ -32,29 +38,38 @@ WORKLOADS: dict[str, list[tuple[str, str]]] = {
     "repeat": [
         (
             "class Api:\n    def get_user(self, user_id: int) -> dict:\n"
-            "        response = self.session.get(f\"{self.base}/users/{user_id}\", timeout=self.timeout)\n"
+            '        response = self.session.get(f"{self.base}/users/{user_id}", timeout=self.timeout)\n'
             "        response.raise_for_status()\n        return response.json()\n\n"
             "    def get_order(self, order_id: int) -> dict:\n"
-            "        response = self.session.get(f\"{self.base}/orders/{order_id}\", timeout=self.timeout)\n"
+            '        response = self.session.get(f"{self.base}/orders/{order_id}", timeout=self.timeout)\n'
             "        response.raise_for_status()\n        return response.json()\n\n"
             "    def get_invoice(self, invoice_id: int) -> dict:\n",
             "\n",
         ),
         (
-            "COLORS = {\n    \"red\": (255, 0, 0),\n    \"green\": (0, 255, 0),\n    \"blue\": (0, 0, 255),\n}\n\n"
-            "def to_hex(name: str) -> str:\n    r, g, b = COLORS[name]\n    return f\"#{r:02x}{g:02x}{b:02x}\"\n\n\n"
+            'COLORS = {\n    "red": (255, 0, 0),\n    "green": (0, 255, 0),\n    "blue": (0, 0, 255),\n}\n\n'
+            'def to_hex(name: str) -> str:\n    r, g, b = COLORS[name]\n    return f"#{r:02x}{g:02x}{b:02x}"\n\n\n'
             "def to_rgb_string(name: str) -> str:\n    r, g, b = COLORS[name]\n",
             "\n",
         ),
     ],
     "fresh": [
-        ("import heapq\n\n\ndef dijkstra(graph: dict[str, dict[str, int]], start: str) -> dict[str, int]:\n"
-         "    \"\"\"Shortest distances from start to every reachable node.\"\"\"\n", "\n"),
-        ("def parse_duration(text: str) -> int:\n    \"\"\"Parse '1h30m15s' into seconds.\"\"\"\n", "\n"),
+        (
+            "import heapq\n\n\ndef dijkstra(graph: dict[str, dict[str, int]], start: str) -> dict[str, int]:\n"
+            '    """Shortest distances from start to every reachable node."""\n',
+            "\n",
+        ),
+        (
+            'def parse_duration(text: str) -> int:\n    """Parse \'1h30m15s\' into seconds."""\n',
+            "\n",
+        ),
     ],
     "prose": [
-        ("# Contributing\n\nThank you for your interest in improving this project. Before you open a pull "
-         "request, please read the following guidelines carefully, because", ""),
+        (
+            "# Contributing\n\nThank you for your interest in improving this project. Before you open a pull "
+            "request, please read the following guidelines carefully, because",
+            "",
+        ),
         ("The history of the printing press begins in the fifteenth century, when", ""),
     ],
 }
@@ -85,12 +100,21 @@ def main(settings: Settings, *, quick: bool = False, out: Path = Path("bench/out
     prompts = {w: p[:1] if quick else p for w, p in WORKLOADS.items()}
     runs: list[Run] = []
     pairs = [("ngram", settings.model_copy(update={"drafter": "ngram"}))]
-    pairs.append(("smollm2-self", settings.model_copy(update={"drafter": "model", "model": _smol(), "draft_model": _smol()})))
+    pairs.append(
+        (
+            "smollm2-self",
+            settings.model_copy(
+                update={"drafter": "model", "model": _smol(), "draft_model": _smol()}
+            ),
+        )
+    )
     for label, pair_settings in pairs:
         engine = build_engine(pair_settings)
         engine.load()
         profile = engine.ensure_profile()
-        _log(f"[{label}] verify cost n/1: {profile.relative()}  draft {profile.draft_seconds_per_token * 1000:.1f} ms/token")
+        _log(
+            f"[{label}] verify cost n/1: {profile.relative()}  draft {profile.draft_seconds_per_token * 1000:.1f} ms/token"
+        )
         runs += _bench_pair(engine, label, prompts, max_tokens, reps)
         if label == "ngram":
             runs += _bench_llama_cpp_python(engine, prompts, max_tokens)
@@ -118,14 +142,25 @@ def _policies(engine: Engine, temperature: float) -> Iterator[tuple[str, DraftPo
         yield f"fixed-{k}", FixedPolicy(k)
     assert engine.profile is not None
     estimate = AcceptanceEstimate(prior_acceptance(temperature))
-    yield "adaptive", AdaptivePolicy(engine.profile, estimate=estimate, draft_max=engine.settings.draft_max)
+    yield (
+        "adaptive",
+        AdaptivePolicy(engine.profile, estimate=estimate, draft_max=engine.settings.draft_max),
+    )
 
 
-def _bench_pair(engine: Engine, label: str, prompts: dict[str, list[tuple[str, str]]],
-                max_tokens: int, reps: int) -> list[Run]:
+def _bench_pair(
+    engine: Engine,
+    label: str,
+    prompts: dict[str, list[tuple[str, str]]],
+    max_tokens: int,
+    reps: int,
+) -> list[Run]:
     loaded = engine._loaded
     assert loaded is not None
-    drafter: Drafter = NgramDrafter() if label == "ngram" else ModelDrafter(loaded.draft, target=loaded.target)  # type: ignore[arg-type]
+    drafter: Drafter = NgramDrafter()
+    if label != "ngram":
+        assert loaded.draft is not None
+        drafter = ModelDrafter(loaded.draft, target=loaded.target)
     runs = []
     for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
         for index, (prefix, suffix) in enumerate(items):
@@ -133,20 +168,50 @@ def _bench_pair(engine: Engine, label: str, prompts: dict[str, list[tuple[str, s
             prompt = engine.prompt_tokens(request)
             for rep in range(reps):
                 policies = list(_policies(engine, temperature))
-                order = policies[rep % len(policies):] + policies[: rep % len(policies)]  # interleave
+                order = (
+                    policies[rep % len(policies) :] + policies[: rep % len(policies)]
+                )  # interleave
                 for name, policy in order:
                     stats = DecodeStats()
-                    job = DecodeJob(prompt, max_tokens, SamplingParams(temperature, 40, 0.95, seed=rep), frozenset())
-                    generate(loaded.target, drafter if policy else None, policy or FixedPolicy(0), job,
-                             cancel=CancelToken(), rng=np.random.default_rng(rep), stats=stats)
-                    runs.append(Run(label, workload, temperature, name, index, stats.tokens, stats.decode_seconds,
-                                    stats.drafted, stats.accepted, stats.k_trace))
-                _log(f"[{label}] {workload} T={temperature} prompt {index} rep {rep}: "
-                     + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order):]))
+                    job = DecodeJob(
+                        prompt,
+                        max_tokens,
+                        SamplingParams(temperature, 40, 0.95, seed=rep),
+                        frozenset(),
+                    )
+                    generate(
+                        loaded.target,
+                        drafter if policy else None,
+                        policy or FixedPolicy(0),
+                        job,
+                        cancel=CancelToken(),
+                        rng=np.random.default_rng(rep),
+                        stats=stats,
+                    )
+                    runs.append(
+                        Run(
+                            label,
+                            workload,
+                            temperature,
+                            name,
+                            index,
+                            stats.tokens,
+                            stats.decode_seconds,
+                            stats.drafted,
+                            stats.accepted,
+                            stats.k_trace,
+                        )
+                    )
+                _log(
+                    f"[{label}] {workload} T={temperature} prompt {index} rep {rep}: "
+                    + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
+                )
     return runs
 
 
-def _bench_llama_cpp_python(engine: Engine, prompts: dict[str, list[tuple[str, str]]], max_tokens: int) -> list[Run]:
+def _bench_llama_cpp_python(
+    engine: Engine, prompts: dict[str, list[tuple[str, str]]], max_tokens: int
+) -> list[Run]:
     """The same prompts through plain llama-cpp-python: create_completion, and with its
     LlamaPromptLookupDecoding draft (which needs logits_all=True)."""
     from spec_lsp.engine.backends import llama as backend
@@ -155,12 +220,18 @@ def _bench_llama_cpp_python(engine: Engine, prompts: dict[str, list[tuple[str, s
     loaded = engine._loaded
     assert loaded is not None
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
-        llm = backend.plain_llama(loaded.target.info.path, n_ctx=engine.settings.context_size,
-                                  threads=engine.settings.threads, prompt_lookup=prompt_lookup)
+        llm = backend.plain_llama(
+            loaded.target.info.path,
+            n_ctx=engine.settings.context_size,
+            threads=engine.settings.threads,
+            prompt_lookup=prompt_lookup,
+        )
         for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
             for index, (prefix, suffix) in enumerate(items):
                 prompt = engine.prompt_tokens(CompletionRequest(prefix=prefix, suffix=suffix))
-                tokens, seconds = backend.timed_completion(llm, prompt, max_tokens=max_tokens, temperature=temperature)
+                tokens, seconds = backend.timed_completion(
+                    llm, prompt, max_tokens=max_tokens, temperature=temperature
+                )
                 runs.append(Run("ngram", workload, temperature, name, index, tokens, seconds))
         _log(f"[{name}] done")
         llm.close()
@@ -169,16 +240,26 @@ def _bench_llama_cpp_python(engine: Engine, prompts: dict[str, list[tuple[str, s
 
 def render(runs: list[Run]) -> str:
     """One table per drafter: tokens/s ratio to no speculation per cell (workload x temperature)."""
-    cells: dict[tuple[str, str, float], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    cells: dict[tuple[str, str, float], dict[str, list[Run]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for r in runs:
         cells[(r.drafter, r.workload, r.temperature)][r.policy].append(r)
     lines = []
     for drafter in sorted({r.drafter for r in runs}):
         policies = ["none", *(f"fixed-{k}" for k in FIXED_KS), "adaptive"]
-        extra = [p for p in ("llama-cpp-python", "llama-cpp-python+PLD") if any(r.policy == p and r.drafter == drafter for r in runs)]
-        lines += [f"\n### drafter: {drafter}\n",
-                  "| workload | T | none tok/s | " + " | ".join(policies[1:] + extra) + " | adaptive accept | adaptive mean k | adaptive / best fixed |",
-                  "|---" * (len(policies) + len(extra) + 5) + "|"]
+        extra = [
+            p
+            for p in ("llama-cpp-python", "llama-cpp-python+PLD")
+            if any(r.policy == p and r.drafter == drafter for r in runs)
+        ]
+        lines += [
+            f"\n### drafter: {drafter}\n",
+            "| workload | T | none tok/s | "
+            + " | ".join(policies[1:] + extra)
+            + " | adaptive accept | adaptive mean k | adaptive / best fixed |",
+            "|---" * (len(policies) + len(extra) + 5) + "|",
+        ]
         for (d, workload, temperature), by_policy in sorted(cells.items()):
             if d != drafter:
                 continue
@@ -186,10 +267,17 @@ def render(runs: list[Run]) -> str:
             ratios = {p: _rate(by_policy[p]) / base if base else 0.0 for p in policies[1:] + extra}
             adaptive = by_policy["adaptive"]
             accept = sum(r.accepted for r in adaptive) / max(sum(r.drafted for r in adaptive), 1)
-            mean_k = statistics.mean(k for r in adaptive for k in (r.k_trace or [0])) if adaptive else 0.0
+            mean_k = (
+                statistics.mean(k for r in adaptive for k in (r.k_trace or [0]))
+                if adaptive
+                else 0.0
+            )
             best_fixed = max(ratios[f"fixed-{k}"] for k in FIXED_KS)
-            lines.append(f"| {workload} | {temperature} | {base:.2f} | " + " | ".join(f"{ratios[p]:.2f}x" for p in policies[1:] + extra)
-                         + f" | {accept:.0%} | {mean_k:.1f} | {ratios['adaptive'] / best_fixed:.2f} |")
+            lines.append(
+                f"| {workload} | {temperature} | {base:.2f} | "
+                + " | ".join(f"{ratios[p]:.2f}x" for p in policies[1:] + extra)
+                + f" | {accept:.0%} | {mean_k:.1f} | {ratios['adaptive'] / best_fixed:.2f} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -210,14 +298,27 @@ def _plots(runs: list[Run], out: Path) -> None:
         return
     for drafter in sorted({r.drafter for r in runs}):
         cells = sorted({(r.workload, r.temperature) for r in runs if r.drafter == drafter})
-        policies = [p for p in ["none", *(f"fixed-{k}" for k in FIXED_KS), "adaptive", "llama-cpp-python", "llama-cpp-python+PLD"]
-                    if any(r.policy == p and r.drafter == drafter for r in runs)]
+        policies = [
+            p
+            for p in [
+                "none",
+                *(f"fixed-{k}" for k in FIXED_KS),
+                "adaptive",
+                "llama-cpp-python",
+                "llama-cpp-python+PLD",
+            ]
+            if any(r.policy == p and r.drafter == drafter for r in runs)
+        ]
         fig, ax = plt.subplots(figsize=(12, 4))
         width = 0.8 / len(policies)
         for i, policy in enumerate(policies):
             ratios = []
             for workload, temperature in cells:
-                sel = [r for r in runs if (r.drafter, r.workload, r.temperature) == (drafter, workload, temperature)]
+                sel = [
+                    r
+                    for r in runs
+                    if (r.drafter, r.workload, r.temperature) == (drafter, workload, temperature)
+                ]
                 base = _rate([r for r in sel if r.policy == "none"])
                 ratios.append(_rate([r for r in sel if r.policy == policy]) / base if base else 0)
             ax.bar(np.arange(len(cells)) + i * width, ratios, width, label=policy)
@@ -231,8 +332,17 @@ def _plots(runs: list[Run], out: Path) -> None:
         plt.close(fig)
     fig, ax = plt.subplots(figsize=(8, 3))
     for drafter in sorted({r.drafter for r in runs}):
-        trace = next((r.k_trace for r in runs if r.drafter == drafter and r.policy == "adaptive"
-                      and r.workload == "repeat" and r.temperature == 0.0), None)
+        trace = next(
+            (
+                r.k_trace
+                for r in runs
+                if r.drafter == drafter
+                and r.policy == "adaptive"
+                and r.workload == "repeat"
+                and r.temperature == 0.0
+            ),
+            None,
+        )
         if trace:
             ax.step(range(len(trace)), trace, where="post", label=drafter)
     ax.set_xlabel("round")
@@ -246,4 +356,3 @@ def _plots(runs: list[Run], out: Path) -> None:
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-

@@ -11,13 +11,29 @@ import sys
 from pathlib import Path
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, EngineError, SamplingParams, build_engine
+from spec_lsp.engine import (
+    CancelToken,
+    CompletionRequest,
+    EngineError,
+    SamplingParams,
+    build_engine,
+)
 from spec_lsp.engine.engine import Engine
 
 DEMO_FILE = Path(__file__).parent / "samples" / "demo.py"
 DEMO_LOCATION = f"{DEMO_FILE}:33:9"
-LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".rs": "rust", ".go": "go",
-             ".c": "c", ".cpp": "cpp", ".java": "java", ".lua": "lua", ".md": "markdown"}
+LANGUAGES = {
+    ".py": "python",
+    ".js": "javascript",
+    ".ts": "typescript",
+    ".rs": "rust",
+    ".go": "go",
+    ".c": "c",
+    ".cpp": "cpp",
+    ".java": "java",
+    ".lua": "lua",
+    ".md": "markdown",
+}
 
 
 def run(args: argparse.Namespace, settings: Settings | None) -> int:
@@ -59,7 +75,9 @@ def request_at(location: str, settings: Settings) -> CompletionRequest:
     current = lines[line - 1] if line <= len(lines) else ""
     body = current.rstrip("\r\n")
     if not (1 <= col <= len(body) + 1):
-        raise EngineError(f"line {line} of {path} has {len(body)} characters; column {col} is outside it")
+        raise EngineError(
+            f"line {line} of {path} has {len(body)} characters; column {col} is outside it"
+        )
     return CompletionRequest(
         prefix=before + body[: col - 1],
         suffix=current[col - 1 :] + "".join(lines[line:]),
@@ -67,15 +85,23 @@ def request_at(location: str, settings: Settings) -> CompletionRequest:
         file_name=Path(path).name,
         language=LANGUAGES.get(Path(path).suffix, ""),
         max_tokens=settings.max_tokens,
-        sampling=SamplingParams(settings.temperature, settings.top_k, settings.top_p, settings.seed),
+        sampling=SamplingParams(
+            settings.temperature, settings.top_k, settings.top_p, settings.seed
+        ),
     )
 
 
 def open_engine(settings: Settings, backend: str = "llama") -> Engine:
     engine = build_engine(settings, backend=backend)
     engine.load(progress=lambda msg: print(f"spec-lsp: {msg}", file=sys.stderr))
-    if settings.draft_policy == "adaptive" and settings.drafter != "none" and engine.profile is None:
-        print("spec-lsp: measuring this machine's verify costs (once per model)...", file=sys.stderr)
+    if (
+        settings.draft_policy == "adaptive"
+        and settings.drafter != "none"
+        and engine.profile is None
+    ):
+        print(
+            "spec-lsp: measuring this machine's verify costs (once per model)...", file=sys.stderr
+        )
         engine.ensure_profile()
     return engine
 
@@ -119,12 +145,16 @@ def _profile(settings: Settings) -> int:
     print(f"verify cost of n tokens relative to 1 (1 = {profile.verify(1) * 1000:.1f} ms):")
     for n, ratio in profile.relative().items():
         print(f"  n={n:<3d} {ratio:5.2f}x")
-    print(f"draft: {profile.draft_seconds_per_token * 1000:.2f} ms/token + {profile.draft_seconds_fixed * 1000:.2f} ms/call")
+    print(
+        f"draft: {profile.draft_seconds_per_token * 1000:.2f} ms/token + {profile.draft_seconds_fixed * 1000:.2f} ms/call"
+    )
     return 0
 
 
 def _demo(settings: Settings) -> int:
-    print(f"Completing {DEMO_FILE.name} at line 33 (the body of `sell`) with {settings.drafter} drafts:\n")
+    print(
+        f"Completing {DEMO_FILE.name} at line 33 (the body of `sell`) with {settings.drafter} drafts:\n"
+    )
     request = request_at(DEMO_LOCATION, settings)
     engine = open_engine(settings)
     try:
@@ -139,11 +169,17 @@ def _demo(settings: Settings) -> int:
     print(request.prefix.splitlines()[-1] + "\u2502" + spec.text.replace("\n", "\n" + " " * 0))
     s = spec.stats
     print("\n--- speculative statistics ---")
-    print(f"tokens {s.tokens} | drafted {s.drafted} | accepted {s.accepted} "
-          f"({s.acceptance_rate:.0%}) | rounds {s.rounds} | target passes {s.target_passes}")
-    print(f"prompt: {s.prompt_tokens} tokens, {s.prompt_tokens_evaluated} evaluated in {s.prompt_seconds:.1f}s")
-    print(f"decode: {s.tokens_per_second:.1f} tok/s with {settings.drafter} drafts vs "
-          f"{plain.stats.tokens_per_second:.1f} tok/s without "
-          f"({s.tokens_per_second / max(plain.stats.tokens_per_second, 1e-9):.2f}x); draft length per round: {s.k_trace}")
+    print(
+        f"tokens {s.tokens} | drafted {s.drafted} | accepted {s.accepted} "
+        f"({s.acceptance_rate:.0%}) | rounds {s.rounds} | target passes {s.target_passes}"
+    )
+    print(
+        f"prompt: {s.prompt_tokens} tokens, {s.prompt_tokens_evaluated} evaluated in {s.prompt_seconds:.1f}s"
+    )
+    print(
+        f"decode: {s.tokens_per_second:.1f} tok/s with {settings.drafter} drafts vs "
+        f"{plain.stats.tokens_per_second:.1f} tok/s without "
+        f"({s.tokens_per_second / max(plain.stats.tokens_per_second, 1e-9):.2f}x); draft length per round: {s.k_trace}"
+    )
     print(f"same text as plain decoding: {spec.text == plain.text}")
     return 0

@@ -27,7 +27,8 @@ class Settings(BaseModel):
         None, description="Path to the target GGUF model. Empty: the pulled Qwen2.5-Coder-1.5B."
     )
     draft_model: str | None = Field(
-        None, description="Path to a draft GGUF model (drafter 'model'). Empty: the pulled SmolLM2-135M."
+        None,
+        description="Path to a draft GGUF model (drafter 'model'). Empty: the pulled SmolLM2-135M.",
     )
     drafter: Literal["none", "ngram", "model"] = Field(
         "ngram", description="Where draft tokens come from: none, n-gram lookup, or a draft model."
@@ -46,13 +47,16 @@ class Settings(BaseModel):
         le=1.0,
         description="Fixed policy: stop drafting when the draft's top probability falls below this (llama-server's --draft-p-min).",
     )
-    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy.")
+    temperature: float = Field(
+        0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 is greedy."
+    )
     top_k: int = Field(40, ge=0, le=1000, description="Top-k truncation when sampling (0: off).")
     top_p: float = Field(0.95, gt=0.0, le=1.0, description="Nucleus truncation when sampling.")
     seed: int | None = Field(None, description="Sampling seed (empty: random).")
     max_tokens: int = Field(64, ge=1, le=1024, description="Most tokens generated per completion.")
     multiline: Literal["auto", "always", "never"] = Field(
-        "auto", description="Multi-line completions: auto (at empty lines and blocks), always, never."
+        "auto",
+        description="Multi-line completions: auto (at empty lines and blocks), always, never.",
     )
     context_size: int = Field(4096, ge=256, le=131072, description="Context window (tokens).")
     threads: int | None = Field(None, ge=1, le=256, description="CPU threads (empty: all cores).")
@@ -67,8 +71,12 @@ class Settings(BaseModel):
         "auto",
         description="FIM template: auto (from the model's tokens), or qwen, starcoder, codellama, deepseek, codestral, codegemma, none.",
     )
-    debounce_ms: int = Field(0, ge=0, le=5000, description="Wait this long for more typing before completing.")
-    cache: bool = Field(True, description="Reuse work between keystrokes (KV prefix, typed-through, drafts).")
+    debounce_ms: int = Field(
+        0, ge=0, le=5000, description="Wait this long for more typing before completing."
+    )
+    cache: bool = Field(
+        True, description="Reuse work between keystrokes (KV prefix, typed-through, drafts)."
+    )
     precompute: bool = Field(True, description="Compute the next suggestion while idle.")
     enable: bool = Field(True, description="Offer completions at all.")
     max_document_chars: int = Field(
@@ -85,14 +93,25 @@ class Settings(BaseModel):
     @field_validator("fim_template")
     @classmethod
     def _known_template(cls, value: str) -> str:
-        allowed = {"auto", "qwen", "starcoder", "codellama", "deepseek", "codestral", "codegemma", "none"}
+        allowed = {
+            "auto",
+            "qwen",
+            "starcoder",
+            "codellama",
+            "deepseek",
+            "codestral",
+            "codegemma",
+            "none",
+        }
         if value not in allowed:
             raise ValueError(f"must be one of {', '.join(sorted(allowed))}")
         return value
 
 
 def editor_keys() -> set[str]:
-    return {f.alias or name for name, f in Settings.model_fields.items()} | set(Settings.model_fields)
+    return {f.alias or name for name, f in Settings.model_fields.items()} | set(
+        Settings.model_fields
+    )
 
 
 def merge(base: Settings, changes: Mapping[str, Any]) -> tuple[Settings, list[str], list[str]]:
@@ -111,7 +130,9 @@ def merge(base: Settings, changes: Mapping[str, Any]) -> tuple[Settings, list[st
         return base, [_describe(err) for err in exc.errors()], unknown
 
 
-def from_env(base: Settings, environ: Mapping[str, str] | None = None) -> tuple[Settings, list[str]]:
+def from_env(
+    base: Settings, environ: Mapping[str, str] | None = None
+) -> tuple[Settings, list[str]]:
     """Read SPEC_LSP_<SNAKE_NAME> variables (e.g. SPEC_LSP_DRAFT_MAX=8)."""
     environ = os.environ if environ is None else environ
     changes: dict[str, Any] = {}

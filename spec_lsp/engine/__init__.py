@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from spec_lsp.engine.types import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     Completion,
     CompletionRequest,
     DecodeStats,

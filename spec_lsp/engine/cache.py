@@ -32,16 +32,22 @@ class Suggestion:
 
 
 def _key(document: str, prefix: str, suffix: str) -> tuple[str, int, str, str]:
-    suffix_digest = hashlib.blake2b(suffix.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    suffix_digest = hashlib.blake2b(
+        suffix.encode("utf-8", "surrogatepass"), digest_size=8
+    ).hexdigest()
     return document, len(prefix), prefix[-PREFIX_KEY_CHARS:], suffix_digest
 
 
 class SuggestionCache:
     def __init__(self, *, maxsize: int = 512, ttl: float = 600.0) -> None:
-        self._cache: TTLCache[tuple[str, int, str, str], Suggestion] = TTLCache(maxsize=maxsize, ttl=ttl)
+        self._cache: TTLCache[tuple[str, int, str, str], Suggestion] = TTLCache(
+            maxsize=maxsize, ttl=ttl
+        )
 
     def put(self, request: CompletionRequest, text: str, raw: str = "") -> None:
-        self._cache[_key(request.document_id, request.prefix, request.suffix)] = Suggestion(text, raw)
+        self._cache[_key(request.document_id, request.prefix, request.suffix)] = Suggestion(
+            text, raw
+        )
 
     def lookup(self, request: CompletionRequest) -> tuple[str, str] | None:
         """(typed, remainder) if the text before the cursor ends by typing into a suggestion.
@@ -91,7 +97,9 @@ class StatePool:
         self.owner = ""
         self._saved: OrderedDict[str, tuple[Snapshot, Snapshot | None]] = OrderedDict()
 
-    def switch(self, document: str, prompt: Sequence[int], target: ModelBackend, draft: ModelBackend | None) -> str:
+    def switch(
+        self, document: str, prompt: Sequence[int], target: ModelBackend, draft: ModelBackend | None
+    ) -> str:
         """Make `document` the owner of the live caches; returns 'state_pool' when restored."""
         if document == self.owner:
             return ""
@@ -102,7 +110,9 @@ class StatePool:
                 self._saved.popitem(last=False)
         self.owner = document
         saved = self._saved.pop(document, None)
-        if saved is None or common_prefix_len(saved[0].tokens, prompt) <= common_prefix_len(target.tokens, prompt):
+        if saved is None or common_prefix_len(saved[0].tokens, prompt) <= common_prefix_len(
+            target.tokens, prompt
+        ):
             return ""
         target.load_state(saved[0])
         if draft is not None and saved[1] is not None:

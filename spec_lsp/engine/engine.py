@@ -16,14 +16,20 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import postprocess
+from spec_lsp.engine import profile as cost_profile
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file, detokenize
 from spec_lsp.engine.cache import StatePool, SuggestionCache
 from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
-from spec_lsp.engine import profile as cost_profile
 from spec_lsp.engine.policy import PolicyBook, make_policy
 from spec_lsp.engine.speculative import DecodeJob, generate
 from spec_lsp.engine.stats import EngineTotals
-from spec_lsp.engine.types import CancelToken, Completion, CompletionRequest, DecodeStats, EngineError
+from spec_lsp.engine.types import (
+    CancelToken,
+    Completion,
+    CompletionRequest,
+    DecodeStats,
+    EngineError,
+)
 from spec_lsp.prompts import fim, window
 
 log = logging.getLogger(__name__)
@@ -144,7 +150,9 @@ class Engine:
             return False
         return produced.startswith(request.prefix[len(old.prefix) :])
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken, *, kind: str = "") -> Completion:
+    def complete(
+        self, request: CompletionRequest, cancel: CancelToken, *, kind: str = ""
+    ) -> Completion:
         cached = self.peek(request)
         if cached is not None:
             return cached
@@ -154,15 +162,22 @@ class Engine:
         multiline = (
             request.multiline
             if request.multiline is not None
-            else postprocess.decide_multiline(request.prefix, request.suffix, self.settings.multiline)
+            else postprocess.decide_multiline(
+                request.prefix, request.suffix, self.settings.multiline
+            )
         )
         prompt = self._prompt(loaded, request)
         stats = DecodeStats(drafter=self.settings.drafter)
         reused = self._prepare_caches(loaded, request.document_id, prompt)
         job = DecodeJob(
-            prompt, request.max_tokens, request.sampling, loaded.stop_ids,
+            prompt,
+            request.max_tokens,
+            request.sampling,
+            loaded.stop_ids,
             self._stop_check(loaded.target, request, multiline),
-            continuation=self._continuations.get(request.document_id, ()) if self.settings.cache else (),
+            continuation=self._continuations.get(request.document_id, ())
+            if self.settings.cache
+            else (),
             on_round=lambda out: self._track(request, loaded.target, out),
         )
         temperature = request.sampling.temperature
@@ -170,7 +185,15 @@ class Engine:
         policy = make_policy(self.settings, self.profile, estimate)
         rng = np.random.default_rng(request.sampling.seed)
         try:
-            tokens = generate(loaded.target, self._drafter(loaded), policy, job, cancel=cancel, rng=rng, stats=stats)
+            tokens = generate(
+                loaded.target,
+                self._drafter(loaded),
+                policy,
+                job,
+                cancel=cancel,
+                rng=rng,
+                stats=stats,
+            )
         finally:
             self._in_flight = None
             stats.cache = kind or reused or _reuse_kind(stats)
@@ -178,12 +201,16 @@ class Engine:
             self.book.remember_language(request.language, temperature, estimate)
         self._remember_continuation(request.document_id, [*prompt, *tokens])
         raw = _cut_at_stop_strings(detokenize(loaded.target, tokens), request.stop)
-        text = postprocess.postprocess(raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline)
+        text = postprocess.postprocess(
+            raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+        )
         if self.settings.cache:
             self.suggestions.put(request, text, raw)
         return Completion(text=text, stats=stats, raw_text=raw)
 
-    def precompute(self, request: CompletionRequest, shown: Completion, cancel: CancelToken) -> None:
+    def precompute(
+        self, request: CompletionRequest, shown: Completion, cancel: CancelToken
+    ) -> None:
         """Idle time: compute the suggestion that follows `shown` as if the user accepted it."""
         if not (self.settings.cache and self.settings.precompute and shown.text):
             return
@@ -213,7 +240,9 @@ class Engine:
             return self.profile
         context = loaded.target.tokenize(PROFILE_TEXT)[:256]
         drafter = self._drafter(loaded)
-        self.profile = cost_profile.measure(loaded.target, drafter, context=context, key=self.profile_key())
+        self.profile = cost_profile.measure(
+            loaded.target, drafter, context=context, key=self.profile_key()
+        )
         cost_profile.save(self.profile)
         return self.profile
 
@@ -246,14 +275,19 @@ class Engine:
         room = target.n_ctx - request.max_tokens - 8
         for _attempt in range(4):
             prefix, suffix = window.window(
-                request.prefix, request.suffix,
+                request.prefix,
+                request.suffix,
                 count_tokens=lambda text: len(target.tokenize(text)),
-                prefix_budget=prefix_budget, suffix_budget=suffix_budget,
+                prefix_budget=prefix_budget,
+                suffix_budget=suffix_budget,
             )
             head, middle = split_for_typing(prefix, lines_before=request.prefix.count("\n"))
             segments = fim.build_prompt(
-                loaded.template, prefix=head, suffix=suffix,
-                file_name=request.file_name, language=request.language,
+                loaded.template,
+                prefix=head,
+                suffix=suffix,
+                file_name=request.file_name,
+                language=request.language,
             ) + [fim.Segment(middle, special=False)]
             tokens = [t for seg in segments for t in target.tokenize(seg.text, special=seg.special)]
             if target.info.add_bos and "bos" in target.info.special:
@@ -266,12 +300,16 @@ class Engine:
             "raise `contextSize` or lower `prefixTokens`/`suffixTokens`."
         )
 
-    def _stop_check(self, target: ModelBackend, request: CompletionRequest, multiline: bool) -> Callable[[list[int]], bool]:
+    def _stop_check(
+        self, target: ModelBackend, request: CompletionRequest, multiline: bool
+    ) -> Callable[[list[int]], bool]:
         def should_stop(tokens: list[int]) -> bool:
             text = detokenize(target, tokens)
             if any(stop in text for stop in request.stop):
                 return True
-            return postprocess.stop_reached(text, prefix=request.prefix, suffix=request.suffix, multiline=multiline)
+            return postprocess.stop_reached(
+                text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+            )
 
         return should_stop
 
@@ -294,7 +332,9 @@ def _template(settings: Settings, target: ModelBackend) -> fim.FimTemplate | Non
         return len(target.tokenize(text, special=True)) == 1 and len(target.tokenize(text)) > 1
 
     try:
-        return fim.resolve(settings.fim_template, has_token, target.info.architecture, target.info.name)
+        return fim.resolve(
+            settings.fim_template, has_token, target.info.architecture, target.info.name
+        )
     except ValueError as exc:
         raise EngineError(f"setting 'fimTemplate': {exc}") from exc
 
@@ -308,7 +348,9 @@ def _end_token_ids(target: ModelBackend, template: fim.FimTemplate | None) -> fr
     return frozenset(ids)
 
 
-def split_for_typing(prefix: str, *, lines_before: int, every: int = SPLIT_LINES) -> tuple[str, str]:
+def split_for_typing(
+    prefix: str, *, lines_before: int, every: int = SPLIT_LINES
+) -> tuple[str, str]:
     """Split the prefix window so that typing is an append to the prompt.
 
     The FIM prompt is prefix-block, suffix, then the middle. The last few lines before the cursor

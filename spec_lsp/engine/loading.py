@@ -29,8 +29,11 @@ def open_model(path: str, settings: Settings, *, what: str) -> ModelBackend:
     from spec_lsp.engine.backends.llama import LlamaModel
 
     return LlamaModel(
-        path, n_ctx=settings.context_size, threads=settings.threads,
-        gpu_layers=settings.gpu_layers, what=what,
+        path,
+        n_ctx=settings.context_size,
+        threads=settings.threads,
+        gpu_layers=settings.gpu_layers,
+        what=what,
     )
 
 

@@ -94,7 +94,9 @@ class AcceptanceEstimate:
 
     def seeded(self) -> AcceptanceEstimate:
         """A new estimate for another document of the same language: keep a little evidence."""
-        return AcceptanceEstimate(self.prior, self.prior_weight, self.decay, self.passed * 0.3, self.failed * 0.3)
+        return AcceptanceEstimate(
+            self.prior, self.prior_weight, self.decay, self.passed * 0.3, self.failed * 0.3
+        )
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -163,7 +165,11 @@ class AdaptivePolicy:
         in tokens. At the current best rate R tokens/s it pays only if c >= R * m.
         """
         k = max(self._last_k, 1)
-        marginal = self.profile.verify(k + 2) - self.profile.verify(k + 1) + self.profile.draft_seconds_per_token
+        marginal = (
+            self.profile.verify(k + 2)
+            - self.profile.verify(k + 1)
+            + self.profile.draft_seconds_per_token
+        )
         return min(0.95, max(0.0, self.rate(self.best_k()) * marginal))
 
     def observe(self, drafted: int, accepted: int) -> None:
@@ -193,7 +199,9 @@ class PolicyBook:
             self._by_document[key] = found
         return found
 
-    def remember_language(self, language: str, temperature: float, estimate: AcceptanceEstimate) -> None:
+    def remember_language(
+        self, language: str, temperature: float, estimate: AcceptanceEstimate
+    ) -> None:
         self._by_language[f"{language}|{temperature:.2f}"] = estimate
 
     def clear(self) -> None:
@@ -201,10 +209,14 @@ class PolicyBook:
         self._by_language.clear()
 
 
-def make_policy(settings: Any, profile: CostProfile | None, estimate: AcceptanceEstimate) -> DraftPolicy:
+def make_policy(
+    settings: Any, profile: CostProfile | None, estimate: AcceptanceEstimate
+) -> DraftPolicy:
     if settings.draft_policy == "fixed":
         return FixedPolicy(settings.draft_max, p_min=settings.draft_p_min)
     return AdaptivePolicy(
-        profile or CostProfile.prior(), estimate=estimate,
-        draft_max=settings.draft_max, draft_min=settings.draft_min,
+        profile or CostProfile.prior(),
+        estimate=estimate,
+        draft_max=settings.draft_max,
+        draft_min=settings.draft_min,
     )

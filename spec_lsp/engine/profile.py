@@ -59,7 +59,9 @@ class CostProfile:
         return {n: round(t / base, 2) for n, t in sorted(self.verify_seconds.items())}
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "verify_seconds": {str(k): v for k, v in self.verify_seconds.items()}})
+        return json.dumps(
+            {**asdict(self), "verify_seconds": {str(k): v for k, v in self.verify_seconds.items()}}
+        )
 
     @classmethod
     def from_json(cls, text: str) -> CostProfile:
@@ -132,8 +134,13 @@ def measure(
             break
     per_token, fixed = _measure_drafter(drafter, context) if drafter else (0.0, 0.0)
     profile = CostProfile(verify, per_token, fixed, key=key)
-    log.info("cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs",
-             key, profile.relative(), per_token, fixed)
+    log.info(
+        "cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs",
+        key,
+        profile.relative(),
+        per_token,
+        fixed,
+    )
     return profile
 
 

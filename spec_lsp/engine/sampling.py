@@ -39,7 +39,9 @@ def distribution(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
 def draw(p: np.ndarray, rng: np.random.Generator) -> int:
     """One sample from a distribution (inverse CDF: robust to tiny rounding in p)."""
     cumulative = np.cumsum(p)
-    return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), p.size - 1))
+    return int(
+        min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), p.size - 1)
+    )
 
 
 def pick(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> int:

@@ -26,12 +26,18 @@ class DecodeJob:
     max_tokens: int
     sampling: SamplingParams
     stop_ids: frozenset[int]
-    should_stop: Callable[[list[int]], bool] = lambda _tokens: False  # stop strings, post-processing
-    continuation: Sequence[int] = ()  # the document's last prompt + generation (a near-certain draft)
+    should_stop: Callable[[list[int]], bool] = lambda _tokens: (
+        False
+    )  # stop strings, post-processing
+    continuation: Sequence[
+        int
+    ] = ()  # the document's last prompt + generation (a near-certain draft)
     on_round: Callable[[list[int]], None] | None = None  # progress: the tokens committed so far
 
 
-def verify(rows: np.ndarray, draft: Draft, params: SamplingParams, rng: np.random.Generator) -> tuple[int, int]:
+def verify(
+    rows: np.ndarray, draft: Draft, params: SamplingParams, rng: np.random.Generator
+) -> tuple[int, int]:
     """Return (number of draft tokens accepted, the target's token after them).
 
     Greedy: accept while the draft equals the target's argmax; the token after is the argmax at
@@ -73,7 +79,9 @@ def generate(
 ) -> list[int]:
     """Generate up to job.max_tokens tokens after job.prompt; return them (stop token excluded)."""
     started = time.perf_counter()
-    logits, stats.prompt_tokens_evaluated = sync(target, job.prompt, check=cancel.raise_if_cancelled)
+    logits, stats.prompt_tokens_evaluated = sync(
+        target, job.prompt, check=cancel.raise_if_cancelled
+    )
     stats.prompt_tokens = len(job.prompt)
     stats.target_passes += 1
     stats.prompt_seconds = time.perf_counter() - started
@@ -89,10 +97,19 @@ def generate(
         draft = _from_continuation(known, out, min(policy.certain_k(), job.max_tokens - len(out)))
         from_continuation = bool(draft.tokens)
         stats.continuation_drafted += len(draft.tokens)
-        if not from_continuation and drafter is not None and (k > 0 or (shadow is None and policy.shadow_k() > 0)):
+        if (
+            not from_continuation
+            and drafter is not None
+            and (k > 0 or (shadow is None and policy.shadow_k() > 0))
+        ):
             t = time.perf_counter()
-            request = DraftRequest(list(job.prompt) + out, k or policy.shadow_k(), job.sampling, rng,
-                                   policy.min_confidence())
+            request = DraftRequest(
+                list(job.prompt) + out,
+                k or policy.shadow_k(),
+                job.sampling,
+                rng,
+                policy.min_confidence(),
+            )
             draft = drafter.draft(request)
             stats.draft_seconds += time.perf_counter() - t
             if k == 0:

@@ -34,8 +34,18 @@ class EngineTotals:
         with self._lock:
             self.requests += 1
             self.cancelled += int(cancelled)
-            for name in ("tokens", "drafted", "accepted", "rounds", "target_passes", "prompt_tokens",
-                         "prompt_tokens_evaluated", "prompt_seconds", "decode_seconds", "draft_seconds"):
+            for name in (
+                "tokens",
+                "drafted",
+                "accepted",
+                "rounds",
+                "target_passes",
+                "prompt_tokens",
+                "prompt_tokens_evaluated",
+                "prompt_seconds",
+                "decode_seconds",
+                "draft_seconds",
+            ):
                 setattr(self, name, getattr(self, name) + getattr(stats, name))
             self.k_histogram.update(stats.k_trace)
             self.cache_hits[stats.cache] += 1
@@ -55,7 +65,9 @@ class EngineTotals:
                 "acceptance_estimate": self.last_acceptance_estimate,
                 "rounds": self.rounds,
                 "target_passes": self.target_passes,
-                "tokens_per_second": round(self.tokens / self.decode_seconds, 2) if self.decode_seconds else 0.0,
+                "tokens_per_second": round(self.tokens / self.decode_seconds, 2)
+                if self.decode_seconds
+                else 0.0,
                 "prompt_tokens": self.prompt_tokens,
                 "prompt_tokens_evaluated": self.prompt_tokens_evaluated,
                 "prompt_seconds": round(self.prompt_seconds, 3),

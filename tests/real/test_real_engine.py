@@ -45,8 +45,15 @@ def plain_greedy(smollm2_path):
 def decode(model, drafter, prompt, k):
     stats = DecodeStats()
     job = DecodeJob(prompt, N, SamplingParams(), model.info.stop_ids)
-    out = generate(model, drafter, FixedPolicy(k), job, cancel=CancelToken(),
-                   rng=np.random.default_rng(0), stats=stats)
+    out = generate(
+        model,
+        drafter,
+        FixedPolicy(k),
+        job,
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=stats,
+    )
     return out, stats
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, Cancelled, CompletionRequest, build_engine
+from spec_lsp.engine import Cancelled, CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.engine import split_for_typing
 
 SUFFIX = "\n\nprint(foo(3))\n"
@@ -13,7 +13,9 @@ SUFFIX = "\n\nprint(foo(3))\n"
 
 @pytest.fixture
 def engine():
-    eng = build_engine(Settings(drafter="ngram", precompute=False, multiline="always"), backend="fake")
+    eng = build_engine(
+        Settings(drafter="ngram", precompute=False, multiline="always"), backend="fake"
+    )
     eng.load()
     yield eng
     eng.close()
@@ -111,7 +113,12 @@ def test_in_flight_generation_is_extended_not_cancelled(engine):
         from spec_lsp.engine.backends.base import detokenize
 
         engine._in_flight = (request, detokenize(target, out))
-        seen.append((engine.extends_in_flight(req(prefix + "o(")), engine.extends_in_flight(req(prefix + "x"))))
+        seen.append(
+            (
+                engine.extends_in_flight(req(prefix + "o(")),
+                engine.extends_in_flight(req(prefix + "x")),
+            )
+        )
 
     engine._track = probe
     engine.complete(req(prefix), CancelToken())

@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, expected_tokens, prior_acceptance
+from spec_lsp.engine.policy import (
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    expected_tokens,
+    prior_acceptance,
+)
 from spec_lsp.engine.profile import CostProfile
 
 GPU_LIKE = CostProfile({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5})

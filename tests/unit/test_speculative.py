@@ -57,7 +57,9 @@ class ScriptedDrafter:
     def draft(self, request: DraftRequest) -> Draft:
         n = self.data.draw(st.integers(0, request.max_tokens))
         if self.mode == "random":
-            return Draft(self.data.draw(st.lists(st.integers(0, VOCAB - 1), min_size=n, max_size=n)))
+            return Draft(
+                self.data.draw(st.lists(st.integers(0, VOCAB - 1), min_size=n, max_size=n))
+            )
         # "mostly right": the true greedy continuation with one corrupted position
         tokens, logits = [], sync(self.oracle, request.context)[0]
         for _ in range(n):
@@ -69,11 +71,28 @@ class ScriptedDrafter:
         return Draft(tokens)
 
 
-def run(prompt: list[int], drafter, k: int, max_tokens: int, params=SamplingParams(), seed=0, continuation=()):
+def run(
+    prompt: list[int],
+    drafter,
+    k: int,
+    max_tokens: int,
+    params=None,
+    seed=0,
+    continuation=(),
+):
     stats = DecodeStats()
-    job = DecodeJob(prompt, max_tokens, params, frozenset({STOP}), continuation=continuation)
-    out = generate(fake_target(), drafter, FixedPolicy(k), job, cancel=CancelToken(),
-                   rng=np.random.default_rng(seed), stats=stats)
+    job = DecodeJob(
+        prompt, max_tokens, params or SamplingParams(), frozenset({STOP}), continuation=continuation
+    )
+    out = generate(
+        fake_target(),
+        drafter,
+        FixedPolicy(k),
+        job,
+        cancel=CancelToken(),
+        rng=np.random.default_rng(seed),
+        stats=stats,
+    )
     return out, stats
 
 
@@ -117,8 +136,15 @@ def test_cancellation_between_rounds():
     token = CancelToken()
     token.cancel("newer request")
     with pytest.raises(Cancelled):
-        generate(fake_target(), None, FixedPolicy(0), DecodeJob([1, 2], 10, SamplingParams(), frozenset()),
-                 cancel=token, rng=np.random.default_rng(0), stats=DecodeStats())
+        generate(
+            fake_target(),
+            None,
+            FixedPolicy(0),
+            DecodeJob([1, 2], 10, SamplingParams(), frozenset()),
+            cancel=token,
+            rng=np.random.default_rng(0),
+            stats=DecodeStats(),
+        )
 
 
 # -- speculative sampling keeps the target distribution ---------------------------------------
@@ -163,7 +189,9 @@ def test_sequences_from_speculative_sampling_match_plain_sampling(deterministic)
         drafter = NgramDrafter(max_ngram=1)
         prompt = [1, 2, 1, 3, 1]
     else:
-        drafter = ModelDrafter(FakeModel(draft_logits, n_vocab=vocab, fingerprint="v4"), target=target)
+        drafter = ModelDrafter(
+            FakeModel(draft_logits, n_vocab=vocab, fingerprint="v4"), target=target
+        )
         prompt = [1]
     from spec_lsp.engine import sampling
 
@@ -177,8 +205,15 @@ def test_sequences_from_speculative_sampling_match_plain_sampling(deterministic)
     counts: Counter[tuple[int, int]] = Counter()
     n = 6000
     for _ in range(n):
-        out = generate(target, drafter, FixedPolicy(3), DecodeJob(prompt, 2, params, frozenset()),
-                       cancel=CancelToken(), rng=rng, stats=DecodeStats())
+        out = generate(
+            target,
+            drafter,
+            FixedPolicy(3),
+            DecodeJob(prompt, 2, params, frozenset()),
+            cancel=CancelToken(),
+            rng=rng,
+            stats=DecodeStats(),
+        )
         counts[(out[0], out[1])] += 1
     cells = [c for c in exact if exact[c] * n >= 5]
     chi2 = sum((counts[c] - n * exact[c]) ** 2 / (n * exact[c]) for c in cells)

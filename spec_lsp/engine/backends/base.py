@@ -85,7 +85,11 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def sync(
-    model: ModelBackend, tokens: Sequence[int], *, check: Callable[[], None] | None = None, chunk: int = 128
+    model: ModelBackend,
+    tokens: Sequence[int],
+    *,
+    check: Callable[[], None] | None = None,
+    chunk: int = 128,
 ) -> tuple[np.ndarray, int]:
     """Make the cache hold exactly `tokens`, evaluating only what differs from what it holds.
 

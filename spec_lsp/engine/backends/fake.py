@@ -26,7 +26,7 @@ N_VOCAB = 256 + len(SPECIALS)
 CORPUS = (
     "def foo(x):\n    return x * 2\n",
     "def add(a, b):\n    return a + b\n",
-    "def greet(name):\n    print(f\"Hello, {name}!\")\n",
+    'def greet(name):\n    print(f"Hello, {name}!")\n',
     "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n",
     "for i in range(10):\n    print(i)\n",
     "import os\nimport sys\n",
@@ -36,17 +36,30 @@ LogitsFn = Callable[[Sequence[int]], np.ndarray]
 
 
 class FakeModel:
-    def __init__(self, logits_fn: LogitsFn, *, n_vocab: int = N_VOCAB, name: str = "fake",
-                 n_ctx: int = 8192, delay_s: float = 0.0, fingerprint: str = "fake-bytes") -> None:
+    def __init__(
+        self,
+        logits_fn: LogitsFn,
+        *,
+        n_vocab: int = N_VOCAB,
+        name: str = "fake",
+        n_ctx: int = 8192,
+        delay_s: float = 0.0,
+        fingerprint: str = "fake-bytes",
+    ) -> None:
         self._logits_fn = logits_fn
         self._tokens: list[int] = []
         self._n_ctx = n_ctx
         self.delay_s = delay_s
         self.evaluated = 0  # tokens evaluated in total (for cache tests)
         self.info = ModelInfo(
-            path=f"<{name}>", name=name, architecture="fake", n_vocab=n_vocab, n_ctx_train=n_ctx,
+            path=f"<{name}>",
+            name=name,
+            architecture="fake",
+            n_vocab=n_vocab,
+            n_ctx_train=n_ctx,
             special={"eos": EOS, "fim_pre": FIM_PRE, "fim_suf": FIM_SUF, "fim_mid": FIM_MID},
-            stop_ids=frozenset({EOS}), vocab_fingerprint=fingerprint,
+            stop_ids=frozenset({EOS}),
+            vocab_fingerprint=fingerprint,
         )
 
     @property
@@ -89,7 +102,9 @@ class FakeModel:
         self._tokens = []
 
 
-def hashed_noise(context: Sequence[int], n_vocab: int, *, window: int = 3, salt: str = "") -> np.ndarray:
+def hashed_noise(
+    context: Sequence[int], n_vocab: int, *, window: int = 3, salt: str = ""
+) -> np.ndarray:
     """Pseudo-random logits that depend only on the last `window` tokens (deterministic)."""
     key = hashlib.blake2b(f"{salt}:{list(context[-window:])}".encode(), digest_size=8).digest()
     rng = np.random.default_rng(int.from_bytes(key, "little"))
@@ -121,7 +136,9 @@ def _document(context: Sequence[int]) -> str:
     return bytes(t for t in tokens if t < 256).decode("utf-8", errors="replace")
 
 
-def _continue_from_corpus(document: str, corpus: Sequence[str], *, min_match: int = 3) -> str | None:
+def _continue_from_corpus(
+    document: str, corpus: Sequence[str], *, min_match: int = 3
+) -> str | None:
     """The character after the longest tail of `document` found in a snippet; None at its end."""
     for n in range(min(len(document), 40), min_match - 1, -1):
         for snippet in corpus:

@@ -24,24 +24,48 @@ from spec_lsp.engine.types import EngineError
 
 log = logging.getLogger(__name__)
 
-SPECIAL_ROLES = ("bos", "eos", "eot", "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+SPECIAL_ROLES = (
+    "bos",
+    "eos",
+    "eot",
+    "fim_pre",
+    "fim_suf",
+    "fim_mid",
+    "fim_pad",
+    "fim_rep",
+    "fim_sep",
+)
 
 
 class LlamaModel:
     """One GGUF model with one KV sequence, driven token by token."""
 
-    def __init__(self, path: str, *, n_ctx: int, threads: int | None = None, gpu_layers: int = 0,
-                 n_batch: int = 512, what: str = "model") -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        n_ctx: int,
+        threads: int | None = None,
+        gpu_layers: int = 0,
+        n_batch: int = 512,
+        what: str = "model",
+    ) -> None:
         import llama_cpp
 
         self._lib = llama_cpp
         file = check_model_file(path, what=what)
         threads = threads or os.cpu_count() or 1
         try:
-            self._llm = llama_cpp.Llama(
-                model_path=str(file), n_ctx=n_ctx, n_batch=n_batch, n_ubatch=n_batch,
-                n_threads=threads, n_threads_batch=threads, n_gpu_layers=gpu_layers,
-                logits_all=False, verbose=False,
+            self._llm: Any = llama_cpp.Llama(
+                model_path=str(file),
+                n_ctx=n_ctx,
+                n_batch=n_batch,
+                n_ubatch=n_batch,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_gpu_layers=gpu_layers,
+                logits_all=False,
+                verbose=False,
             )
         except (ValueError, RuntimeError) as exc:
             raise EngineError(
@@ -93,10 +117,14 @@ class LlamaModel:
             n_out = self._fill_batch(chunk, start, logits_from)
             rc = self._lib.llama_decode(self._ctx, self._batch)
             if rc != 0:
-                raise EngineError(f"llama_decode failed (code {rc}) at position {len(self._tokens)}")
+                raise EngineError(
+                    f"llama_decode failed (code {rc}) at position {len(self._tokens)}"
+                )
             self._tokens.extend(chunk)
             if n_out:
-                flat = np.ctypeslib.as_array(self._lib.llama_get_logits(self._ctx), shape=(n_out * self._n_vocab,))
+                flat = np.ctypeslib.as_array(
+                    self._lib.llama_get_logits(self._ctx), shape=(n_out * self._n_vocab,)
+                )
                 rows.append(flat.reshape(n_out, self._n_vocab).copy())
         return np.concatenate(rows) if rows else np.zeros((0, self._n_vocab), dtype=np.float32)
 
@@ -207,18 +235,32 @@ def plain_llama(path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bo
 
     threads = threads or os.cpu_count() or 1
     return llama_cpp.Llama(
-        model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, verbose=False,
-        logits_all=prompt_lookup, draft_model=LlamaPromptLookupDecoding() if prompt_lookup else None,
+        model_path=path,
+        n_ctx=n_ctx,
+        n_threads=threads,
+        n_threads_batch=threads,
+        verbose=False,
+        logits_all=prompt_lookup,
+        draft_model=LlamaPromptLookupDecoding() if prompt_lookup else None,
     )
 
 
-def timed_completion(llm: Any, prompt: Sequence[int], *, max_tokens: int, temperature: float) -> tuple[int, float]:
+def timed_completion(
+    llm: Any, prompt: Sequence[int], *, max_tokens: int, temperature: float
+) -> tuple[int, float]:
     """Stream a completion; return (tokens, seconds from the first token to the last)."""
     first = None
     tokens = 0
     for _chunk in llm.create_completion(
-        list(prompt), max_tokens=max_tokens, temperature=temperature, top_k=40, top_p=0.95,
-        min_p=0.0, repeat_penalty=1.0, stream=True, seed=0,
+        list(prompt),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_k=40,
+        top_p=0.95,
+        min_p=0.0,
+        repeat_penalty=1.0,
+        stream=True,
+        seed=0,
     ):
         tokens += 1
         if first is None:
