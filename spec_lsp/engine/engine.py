@@ -200,7 +200,9 @@ class Engine:
             self.totals.record(stats, cancelled=cancel.cancelled)
             self.book.remember_language(request.language, temperature, estimate)
         self._remember_continuation(request.document_id, [*prompt, *tokens])
-        raw = _cut_at_stop_strings(detokenize(loaded.target, tokens), request.stop)
+        raw = _cut_at_stop_strings(
+            heal(detokenize(loaded.target, tokens), request.prefix), request.stop
+        )
         text = postprocess.postprocess(
             raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
         )
@@ -275,7 +277,7 @@ class Engine:
         room = target.n_ctx - request.max_tokens - 8
         for _attempt in range(4):
             prefix, suffix = window.window(
-                request.prefix,
+                request.prefix.rstrip(" \t"),  # trailing blanks: the model writes them (see heal)
                 request.suffix,
                 count_tokens=lambda text: len(target.tokenize(text)),
                 prefix_budget=prefix_budget,
@@ -304,7 +306,7 @@ class Engine:
         self, target: ModelBackend, request: CompletionRequest, multiline: bool
     ) -> Callable[[list[int]], bool]:
         def should_stop(tokens: list[int]) -> bool:
-            text = detokenize(target, tokens)
+            text = heal(detokenize(target, tokens), request.prefix)
             if any(stop in text for stop in request.stop):
                 return True
             return postprocess.stop_reached(
@@ -346,6 +348,21 @@ def _end_token_ids(target: ModelBackend, template: fim.FimTemplate | None) -> fr
         if len(tokens) == 1:
             ids.add(tokens[0])
     return frozenset(ids)
+
+
+def heal(generated: str, prefix: str) -> str:
+    """Undo the prompt's omission of the blanks before the cursor.
+
+    Tokenizers merge runs of spaces with the next word (" if", 8 spaces as one token): a prompt
+    that ends in the user's indentation makes the model emit one space too many. The prompt
+    leaves the cursor line's trailing blanks out; the model writes them, and they are removed
+    here. If it chose other indentation, its own leading blanks are dropped instead."""
+    blanks = prefix[len(prefix.rstrip(" \t")) :]
+    if not blanks:
+        return generated
+    if generated.startswith(blanks):
+        return generated[len(blanks) :]
+    return generated.lstrip(" \t") if generated[:1] in (" ", "\t") else generated
 
 
 def split_for_typing(

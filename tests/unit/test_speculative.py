@@ -121,7 +121,7 @@ def test_greedy_speculation_equals_plain_greedy(prompt, k, max_tokens, mode, cac
     assert out == plain_greedy(prompt, max_tokens)
     assert stats.accepted <= stats.drafted
     assert stats.target_passes == stats.rounds + 1
-    if mode == "self" and k > 0:
+    if mode == "self" and k > 0 and cached != "wrong":
         assert stats.accepted == stats.drafted  # a model drafting for itself is always right
 
 
