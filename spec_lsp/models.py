@@ -169,7 +169,7 @@ def _pull_one(
     final = directory / model.file_name
     if _is_verified(model, final):
         if progress:
-            print(f"{model.key}: already installed at {final}", file=sys.stderr)
+            sys.stderr.write(f"{model.key}: already installed at {final}\n")
         return final
     partial = final.with_name(final.name + ".partial")
     workdir = Path(tempfile.mkdtemp(prefix=".pull-", dir=directory))
