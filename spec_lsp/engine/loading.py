@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable
 
 from spec_lsp.config import Settings
@@ -43,6 +45,7 @@ def open_target(settings: Settings, backend: str, report: Callable[[str], None])
 
         if settings.model:
             check_model_file(settings.model, what="model")
+        time.sleep(float(os.environ.get("SPEC_LSP_FAKE_LOAD_DELAY_MS", "0")) / 1000)
         return corpus_model()
     path = settings.model or default_path(DEFAULT_TARGET, "model")
     report(f"loading {path}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import sys
@@ -29,6 +30,7 @@ class SpecLanguageServer(LanguageServer):
         self.scheduler = Scheduler(engine)
         self.scheduler.debounce_s = settings.debounce_ms / 1000
         self.load_error: str | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def document_for(self, uri: str) -> TextDocument | None:
         """The open document, or None (unknown documents get empty answers, not errors)."""
@@ -37,7 +39,11 @@ class SpecLanguageServer(LanguageServer):
             log.info("request for a document that is not open: %s", uri)
             return None
         if len(document.source) > self.settings.max_document_chars:
-            log.info("%s is larger than maxDocumentChars (%d): no completions", uri, self.settings.max_document_chars)
+            log.info(
+                "%s is larger than maxDocumentChars (%d): no completions",
+                uri,
+                self.settings.max_document_chars,
+            )
             return None
         return document
 
@@ -61,6 +67,7 @@ class SpecLanguageServer(LanguageServer):
         await self._engine_call(self._load_with_progress, "loading")
 
     async def _engine_call(self, job: Any, _label: str) -> None:
+        self._loop = asyncio.get_running_loop()
         try:
             await self.scheduler.run(job)
             self.load_error = None
@@ -68,27 +75,49 @@ class SpecLanguageServer(LanguageServer):
             self.load_error = str(exc)
             self.tell(str(exc), lsp.MessageType.Error)
 
+    def _on_loop(self, function: Any, *args: Any) -> None:
+        """pygls is not thread-safe: the engine thread hands protocol writes to the event loop."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(function, *args)
+
     def _load_with_progress(self) -> None:
+        """Runs on the engine thread."""
         engine = self.scheduler.engine
         engine.settings = self.settings
         token = str(uuid.uuid4())
         progress = self._progress_supported()
         if progress:
-            self.work_done_progress.create(token)
-            self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(title="spec-lsp", message="loading models"))
+            self._on_loop(self.work_done_progress.create, token)
+            self._on_loop(
+                self.work_done_progress.begin,
+                token,
+                lsp.WorkDoneProgressBegin(title="spec-lsp", message="loading models"),
+            )
 
         def report(message: str) -> None:
             if progress:
-                self.work_done_progress.report(token, lsp.WorkDoneProgressReport(message=message))
+                self._on_loop(
+                    self.work_done_progress.report,
+                    token,
+                    lsp.WorkDoneProgressReport(message=message),
+                )
 
         try:
             engine.load(progress=report)
-            if self.settings.draft_policy == "adaptive" and self.settings.drafter != "none" and engine.profile is None:
+            if (
+                self.settings.draft_policy == "adaptive"
+                and self.settings.drafter != "none"
+                and engine.profile is None
+            ):
                 report("measuring this machine's costs")
                 engine.ensure_profile()
         finally:
             if progress:
-                self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message="ready" if engine.ready else "failed"))
+                self._on_loop(
+                    self.work_done_progress.end,
+                    token,
+                    lsp.WorkDoneProgressEnd(message="ready" if engine.ready else "failed"),
+                )
 
     def _progress_supported(self) -> bool:
         caps = self.client_capabilities
@@ -97,8 +126,12 @@ class SpecLanguageServer(LanguageServer):
 
 def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
     server = SpecLanguageServer(settings, engine)
-    server.feature(lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.InlineCompletionOptions())(handlers.inline_completion)
-    server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[]))(handlers.completion)
+    server.feature(lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.InlineCompletionOptions())(
+        handlers.inline_completion
+    )
+    server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[]))(
+        handlers.completion
+    )
     server.feature(lsp.INITIALIZED)(handlers.initialized)
     server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(handlers.did_change_configuration)
     server.feature(handlers.STATS_METHOD)(handlers.stats)
@@ -109,7 +142,9 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
         options = params.initialization_options
         if isinstance(options, dict):
             nested = options.get("specLsp")
-            new, errors, unknown = config.merge(ls.settings, nested if isinstance(nested, dict) else options)
+            new, errors, unknown = config.merge(
+                ls.settings, nested if isinstance(nested, dict) else options
+            )
             for key in unknown:
                 log.warning("unknown initialization option %r ignored", key)
             if errors:
@@ -122,7 +157,9 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
 
 
 def setup_logging(log_file: str | None, level: str) -> None:
-    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler: logging.Handler = (
+        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -144,7 +181,9 @@ def serve(
     try:
         if tcp:
             if not _is_loopback(host):
-                log.warning("listening on %s: anyone who can reach this address can use the server", host)
+                log.warning(
+                    "listening on %s: anyone who can reach this address can use the server", host
+                )
             server.start_tcp(host, port)
         else:
             server.start_io()

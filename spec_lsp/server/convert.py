@@ -49,7 +49,9 @@ def to_request(
         file_name=file_name,
         language=document.language_id or "",
         max_tokens=settings.max_tokens,
-        sampling=SamplingParams(settings.temperature, settings.top_k, settings.top_p, settings.seed),
+        sampling=SamplingParams(
+            settings.temperature, settings.top_k, settings.top_p, settings.seed
+        ),
         version=document.version or 0,
     )
 
@@ -63,7 +65,9 @@ def replaced_range(
     """The range an item replaces and its text: the completion plus whatever before the cursor
     it re-types (the selected item's text, or text typed into an earlier suggestion)."""
     if selected is not None:
-        return lsp.Range(start=selected.range.start, end=position), selected.text + completion.typed + completion.text
+        return lsp.Range(
+            start=selected.range.start, end=position
+        ), selected.text + completion.typed + completion.text
     start = position_back(document, position, completion.typed) if completion.typed else position
     return lsp.Range(start=start, end=position), completion.typed + completion.text
 
@@ -77,7 +81,9 @@ def to_inline_list(
     if completion is None or not completion.text:
         return lsp.InlineCompletionList(items=[])
     edit_range, text = replaced_range(document, position, completion, selected)
-    return lsp.InlineCompletionList(items=[lsp.InlineCompletionItem(insert_text=text, range=edit_range)])
+    return lsp.InlineCompletionList(
+        items=[lsp.InlineCompletionItem(insert_text=text, range=edit_range)]
+    )
 
 
 def to_completion_list(
@@ -94,7 +100,10 @@ def to_completion_list(
         documentation=lsp.MarkupContent(kind=lsp.MarkupKind.PlainText, value=text),
         text_edit=lsp.TextEdit(range=edit_range, new_text=text),
         insert_text_format=lsp.InsertTextFormat.PlainText,
-        filter_text=document.source[offset_at(document, edit_range.start) : offset_at(document, position)] + text,
+        filter_text=document.source[
+            offset_at(document, edit_range.start) : offset_at(document, position)
+        ]
+        + text,
         sort_text="0",
     )
     return lsp.CompletionList(is_incomplete=True, items=[item])

@@ -16,7 +16,9 @@ log = logging.getLogger(__name__)
 STATS_METHOD = "specLsp/stats"
 
 
-async def inline_completion(ls: SpecLanguageServer, params: lsp.InlineCompletionParams) -> lsp.InlineCompletionList:
+async def inline_completion(
+    ls: SpecLanguageServer, params: lsp.InlineCompletionParams
+) -> lsp.InlineCompletionList:
     document = ls.document_for(params.text_document.uri)
     if document is None or not ls.settings.enable:
         return lsp.InlineCompletionList(items=[])
@@ -41,7 +43,9 @@ async def initialized(ls: SpecLanguageServer, params: lsp.InitializedParams) -> 
     await ls.load_models()
 
 
-async def did_change_configuration(ls: SpecLanguageServer, params: lsp.DidChangeConfigurationParams) -> None:
+async def did_change_configuration(
+    ls: SpecLanguageServer, params: lsp.DidChangeConfigurationParams
+) -> None:
     changes = params.settings
     if isinstance(changes, dict) and isinstance(changes.get("specLsp"), dict):
         changes = changes["specLsp"]

@@ -17,7 +17,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from spec_lsp.engine import Cancelled, CancelToken, Completion, CompletionRequest, Engine, EngineError
+from spec_lsp.engine import (
+    Cancelled,
+    CancelToken,
+    Completion,
+    CompletionRequest,
+    Engine,
+    EngineError,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,7 +80,9 @@ class Scheduler:
             await asyncio.sleep(self.debounce_s)
         if token.cancelled:
             return None
-        future = asyncio.get_running_loop().run_in_executor(self._executor, self._work, request, token)
+        future = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._work, request, token
+        )
         self._running[document] = future
         try:
             return await asyncio.shield(future)
@@ -110,7 +119,11 @@ class Scheduler:
 
     def stats(self) -> dict[str, Any]:
         latencies = sorted(self.latencies)
-        p = (lambda q: round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 1)) if latencies else (lambda q: None)
+        p = (
+            (lambda q: round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 1))
+            if latencies
+            else (lambda q: None)
+        )
         return {
             "server_requests": dict(self.counts),
             "latency_ms_p50": round(statistics.median(latencies) * 1000, 1) if latencies else None,

@@ -9,13 +9,24 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-SERVER = [sys.executable, "-m", "spec_lsp.cli", "serve", "--backend", "fake", "--log-level", "DEBUG"]
+SERVER = [
+    sys.executable,
+    "-m",
+    "spec_lsp.cli",
+    "serve",
+    "--backend",
+    "fake",
+    "--log-level",
+    "DEBUG",
+]
 CAPABILITIES = lsp.ClientCapabilities(
     text_document=lsp.TextDocumentClientCapabilities(
         inline_completion=lsp.InlineCompletionClientCapabilities(),
         synchronization=lsp.TextDocumentSyncClientCapabilities(),
     ),
-    window=lsp.WindowClientCapabilities(work_done_progress=True, show_message=lsp.ShowMessageRequestClientCapabilities()),
+    window=lsp.WindowClientCapabilities(
+        work_done_progress=True, show_message=lsp.ShowMessageRequestClientCapabilities()
+    ),
 )
 
 
