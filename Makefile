@@ -30,7 +30,7 @@ typecheck: install
 	$(VENV)/bin/mypy
 
 test: models lint typecheck
-	$(VENV)/bin/pytest -q -ra
+	SPEC_LSP_REQUIRE_MODELS=1 $(VENV)/bin/pytest -q -ra --durations=10
 
 bench: models
 	$(SPEC) bench

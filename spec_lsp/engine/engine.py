@@ -68,6 +68,7 @@ class Engine:
         self.pool = StatePool()
         self._continuations: OrderedDict[str, list[int]] = OrderedDict()
         self._in_flight: tuple[CompletionRequest, str] | None = None
+        self._vocab_index: VocabIndex | None = None
         self.profile: cost_profile.CostProfile | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -166,7 +167,14 @@ class Engine:
                 request.prefix, request.suffix, self.settings.multiline
             )
         )
-        prompt = self._prompt(loaded, request)
+        prompt, last = self._prompt(loaded, request)
+        healed = ""
+        allowed = None
+        if last and prompt[-1:] == last:  # token healing: let the model re-choose the last token
+            piece = loaded.target.token_bytes(last[0])
+            if piece.strip():
+                prompt, healed = prompt[:-1], piece.decode("utf-8", "replace")
+                allowed = self.vocab_index(loaded.target).starting_with(piece)
         stats = DecodeStats(drafter=self.settings.drafter)
         reused = self._prepare_caches(loaded, request.document_id, prompt)
         job = DecodeJob(
@@ -174,11 +182,12 @@ class Engine:
             request.max_tokens,
             request.sampling,
             loaded.stop_ids,
-            self._stop_check(loaded.target, request, multiline),
+            self._stop_check(loaded.target, request, multiline, healed),
             continuation=self._continuations.get(request.document_id, ())
             if self.settings.cache
             else (),
-            on_round=lambda out: self._track(request, loaded.target, out),
+            on_round=lambda out: self._track(request, loaded.target, out, healed),
+            first_allowed=allowed,
         )
         temperature = request.sampling.temperature
         estimate = self.book.estimate(request.document_id, request.language, temperature)
@@ -201,7 +210,7 @@ class Engine:
             self.book.remember_language(request.language, temperature, estimate)
         self._remember_continuation(request.document_id, [*prompt, *tokens])
         raw = _cut_at_stop_strings(
-            heal(detokenize(loaded.target, tokens), request.prefix), request.stop
+            heal(detokenize(loaded.target, tokens), request.prefix, healed), request.stop
         )
         text = postprocess.postprocess(
             raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
@@ -224,6 +233,11 @@ class Engine:
         data = self.totals.snapshot()
         data["cost_profile"] = self.profile.relative() if self.profile else None
         return data
+
+    def vocab_index(self, target: ModelBackend) -> VocabIndex:
+        if self._vocab_index is None or self._vocab_index.model is not target:
+            self._vocab_index = VocabIndex(target)
+        return self._vocab_index
 
     # -- the cost profile --------------------------------------------------------------------------
     def profile_key(self) -> str:
@@ -252,7 +266,7 @@ class Engine:
     def prompt_tokens(self, request: CompletionRequest) -> list[int]:
         if self._loaded is None:
             raise EngineError("the model is not loaded yet")
-        return self._prompt(self._loaded, request)
+        return self._prompt(self._loaded, request)[0]
 
     def _prepare_caches(self, loaded: Loaded, document: str, prompt: list[int]) -> str:
         if not self.settings.cache:
@@ -262,8 +276,10 @@ class Engine:
             return "off"
         return self.pool.switch(document, prompt, loaded.target, loaded.draft)
 
-    def _track(self, request: CompletionRequest, target: ModelBackend, out: list[int]) -> None:
-        self._in_flight = (request, detokenize(target, out))
+    def _track(
+        self, request: CompletionRequest, target: ModelBackend, out: list[int], healed: str
+    ) -> None:
+        self._in_flight = (request, heal(detokenize(target, out), request.prefix, healed))
 
     def _remember_continuation(self, document: str, tokens: list[int]) -> None:
         self._continuations[document] = tokens
@@ -271,7 +287,8 @@ class Engine:
         while len(self._continuations) > 16:
             self._continuations.popitem(last=False)
 
-    def _prompt(self, loaded: Loaded, request: CompletionRequest) -> list[int]:
+    def _prompt(self, loaded: Loaded, request: CompletionRequest) -> tuple[list[int], list[int]]:
+        """The prompt's tokens, and the last token if it is the user's text (for healing)."""
         target, s = loaded.target, self.settings
         prefix_budget, suffix_budget = s.prefix_tokens, s.suffix_tokens
         room = target.n_ctx - request.max_tokens - 8
@@ -295,7 +312,7 @@ class Engine:
             if target.info.add_bos and "bos" in target.info.special:
                 tokens.insert(0, target.info.special["bos"])
             if len(tokens) <= room:
-                return tokens
+                return tokens, (target.tokenize(middle)[-1:] if middle.strip() else [])
             prefix_budget, suffix_budget = prefix_budget // 2, suffix_budget // 2
         raise EngineError(
             f"the prompt needs {len(tokens)} tokens but the context holds {target.n_ctx}: "
@@ -303,10 +320,10 @@ class Engine:
         )
 
     def _stop_check(
-        self, target: ModelBackend, request: CompletionRequest, multiline: bool
+        self, target: ModelBackend, request: CompletionRequest, multiline: bool, healed: str
     ) -> Callable[[list[int]], bool]:
         def should_stop(tokens: list[int]) -> bool:
-            text = heal(detokenize(target, tokens), request.prefix)
+            text = heal(detokenize(target, tokens), request.prefix, healed)
             if any(stop in text for stop in request.stop):
                 return True
             return postprocess.stop_reached(
@@ -350,13 +367,37 @@ def _end_token_ids(target: ModelBackend, template: fim.FimTemplate | None) -> fr
     return frozenset(ids)
 
 
-def heal(generated: str, prefix: str) -> str:
-    """Undo the prompt's omission of the blanks before the cursor.
+class VocabIndex:
+    """Token ids by the text they start with (for token healing), built once per model."""
+
+    def __init__(self, model: ModelBackend) -> None:
+        self.model = model
+        self._pieces = [model.token_bytes(i) for i in range(model.info.n_vocab)]
+        self._cache: OrderedDict[bytes, list[int]] = OrderedDict()
+
+    def starting_with(self, prefix: bytes) -> list[int]:
+        found = self._cache.get(prefix)
+        if found is None:
+            found = [i for i, piece in enumerate(self._pieces) if piece.startswith(prefix)]
+            self._cache[prefix] = found
+            if len(self._cache) > 512:
+                self._cache.popitem(last=False)
+        return found
+
+
+def heal(generated: str, prefix: str, healed: str = "") -> str:
+    """Undo the prompt's omissions: the last token (token healing) and the blanks before the cursor.
+
+    Token healing: a prompt ending in a partial word ("i" of "if") tokenizes it as a whole token
+    (" i") the model then continues as if complete. The prompt leaves that token out and the
+    first generated token must start with its text (`first_allowed`); the text is removed here.
 
     Tokenizers merge runs of spaces with the next word (" if", 8 spaces as one token): a prompt
     that ends in the user's indentation makes the model emit one space too many. The prompt
     leaves the cursor line's trailing blanks out; the model writes them, and they are removed
     here. If it chose other indentation, its own leading blanks are dropped instead."""
+    if healed and generated.startswith(healed):
+        generated = generated[len(healed) :]
     blanks = prefix[len(prefix.rstrip(" \t")) :]
     if not blanks:
         return generated

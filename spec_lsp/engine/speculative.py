@@ -33,6 +33,9 @@ class DecodeJob:
         int
     ] = ()  # the document's last prompt + generation (a near-certain draft)
     on_round: Callable[[list[int]], None] | None = None  # progress: the tokens committed so far
+    first_allowed: Sequence[int] | None = (
+        None  # token healing: the first token must be one of these
+    )
 
 
 def verify(
@@ -86,6 +89,10 @@ def generate(
     stats.target_passes += 1
     stats.prompt_seconds = time.perf_counter() - started
     started = time.perf_counter()
+    if job.first_allowed:
+        masked = np.full_like(logits, -np.inf)
+        masked[list(job.first_allowed)] = logits[list(job.first_allowed)]
+        logits = masked
     out = [sampling.pick(logits, job.sampling, rng)]
     known = _continuation_after(job)
     shadow: tuple[int, list[int]] | None = None  # (position in out, unverified proposal)
