@@ -138,7 +138,8 @@ class AdaptivePolicy:
     def choose_k(self) -> int:
         k = self.best_k()
         self._probing = False
-        if k == 0 and self.draft_max > 0:
+        if k == 0 and self.draft_max > 0 and not self._free_drafts():
+            # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self._rounds_at_zero += 1
             if self._rounds_at_zero >= self._probe_interval:
                 self._rounds_at_zero = 0
@@ -150,10 +151,13 @@ class AdaptivePolicy:
     def certain_k(self) -> int:
         return max(1, self.best_k(alpha=0.98))
 
+    def _free_drafts(self) -> bool:
+        return self.profile.draft(4) < 0.02 * self.profile.verify(1)
+
     def shadow_k(self) -> int:
         """At k = 0 a free drafter (n-gram lookup) can still propose, unverified, and be scored
         against the tokens the target produces: evidence at no cost. 0 when drafting costs."""
-        if self._last_k == 0 and self.profile.draft(4) < 0.02 * self.profile.verify(1):
+        if self._last_k == 0 and self._free_drafts():
             return min(4, self.draft_max)
         return 0
 
