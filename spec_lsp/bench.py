@@ -136,12 +136,13 @@ def _smol() -> str:
     return str(path)
 
 
-def _policies(engine: Engine, temperature: float) -> Iterator[tuple[str, DraftPolicy | None]]:
+def _policies(
+    engine: Engine, estimate: AcceptanceEstimate
+) -> Iterator[tuple[str, DraftPolicy | None]]:
     yield "none", None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
     assert engine.profile is not None
-    estimate = AcceptanceEstimate(prior_acceptance(temperature))
     yield (
         "adaptive",
         AdaptivePolicy(engine.profile, estimate=estimate, draft_max=engine.settings.draft_max),
@@ -166,8 +167,10 @@ def _bench_pair(
         for index, (prefix, suffix) in enumerate(items):
             request = CompletionRequest(prefix=prefix, suffix=suffix, language="python")
             prompt = engine.prompt_tokens(request)
+            # like the engine's per-document memory: the estimate carries over between requests
+            estimate = AcceptanceEstimate(prior_acceptance(temperature))
             for rep in range(reps):
-                policies = list(_policies(engine, temperature))
+                policies = list(_policies(engine, estimate))
                 order = (
                     policies[rep % len(policies) :] + policies[: rep % len(policies)]
                 )  # interleave

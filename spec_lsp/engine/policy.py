@@ -10,7 +10,7 @@ short draft now and then (backing off while probes fail) so speculation returns 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spec_lsp.engine.profile import CostProfile
@@ -30,6 +30,10 @@ class DraftPolicy(Protocol):
     def observe(self, drafted: int, accepted: int) -> None: ...
 
     def acceptance_estimate(self) -> float | None: ...
+
+    def observe_overhead(self, seconds: float) -> None: ...
+
+    def observe_verify(self, n: int, seconds: float) -> None: ...
 
 
 class FixedPolicy:
@@ -60,42 +64,85 @@ class FixedPolicy:
     def acceptance_estimate(self) -> float | None:
         return self.accepted / self.drafted if self.drafted else None
 
+    def observe_overhead(self, seconds: float) -> None:
+        pass
+
+    def observe_verify(self, n: int, seconds: float) -> None:
+        pass
+
+
+MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
+
 
 def prior_acceptance(temperature: float) -> float:
     """Before any evidence: code drafts are often right at T=0, much less so when sampling."""
-    return max(0.2, 0.65 - 0.3 * min(temperature, 1.5))
+    return max(0.15, 0.5 - 0.2 * min(temperature, 1.5))
+
+
+DEPTH = 64
 
 
 @dataclass
 class AcceptanceEstimate:
-    """Exponentially weighted per-token acceptance: accepted tokens over tokens tried.
+    """Exponentially weighted acceptance per draft position (as vLLM's adaptive K).
 
-    A round that accepts a of k tokens tried a tokens that passed and, if a < k, one that
-    failed; the tokens after the first rejection were never tested (censored), so they count
-    as nothing. The prior acts as `prior_weight` pseudo-observations.
+    alpha_j = P(draft token j is accepted | tokens 1..j-1 were). A round that accepts a of k
+    tokens passes positions 1..a and fails position a+1; deeper positions were not tested
+    (censored) and learn nothing. Untested positions fall back to a prior that shrinks with
+    depth, so long drafts must be earned by evidence, not assumed from short ones.
     """
 
     prior: float
     prior_weight: float = 2.0
     decay: float = 0.95
-    passed: float = 0.0
-    failed: float = 0.0
+    passed: list[float] = field(default_factory=lambda: [0.0] * DEPTH)
+    failed: list[float] = field(default_factory=lambda: [0.0] * DEPTH)
 
     def update(self, drafted: int, accepted: int) -> None:
         if drafted <= 0:
             return
-        self.passed = self.decay * self.passed + accepted
-        self.failed = self.decay * self.failed + (1.0 if accepted < drafted else 0.0)
+        for j in range(min(drafted, DEPTH)):
+            self.passed[j] *= self.decay
+            self.failed[j] *= self.decay
+        for j in range(min(accepted, DEPTH)):
+            self.passed[j] += 1.0
+        if accepted < drafted and accepted < DEPTH:
+            self.failed[accepted] += 1.0
+
+    def alphas(self, k: int) -> list[float]:
+        """alpha per position 0..k-1; a position's prior is the one before it, a little lower
+        (so evidence at depth j makes depth j+1 worth trying, and no further)."""
+        result, prior = [], self.prior
+        for j in range(min(k, DEPTH)):
+            alpha = (self.passed[j] + prior * self.prior_weight) / (
+                self.passed[j] + self.failed[j] + self.prior_weight
+            )
+            result.append(alpha)
+            prior = alpha * 0.85
+        return result + [result[-1] * 0.97] * (k - len(result)) if k > DEPTH else result
+
+    def expected_tokens(self, k: int) -> float:
+        """1 + sum over i <= k of the probability that the first i drafts are all accepted."""
+        total, survive = 1.0, 1.0
+        for alpha in self.alphas(k):
+            survive *= alpha
+            total += survive
+        return total
 
     @property
     def value(self) -> float:
-        total = self.passed + self.failed + self.prior_weight
-        return (self.passed + self.prior * self.prior_weight) / total
+        """Overall acceptance of tried draft tokens (for the statistics)."""
+        passed, failed = sum(self.passed), sum(self.failed)
+        return (passed + self.prior * self.prior_weight) / (passed + failed + self.prior_weight)
 
     def seeded(self) -> AcceptanceEstimate:
         """A new estimate for another document of the same language: keep a little evidence."""
         return AcceptanceEstimate(
-            self.prior, self.prior_weight, self.decay, self.passed * 0.3, self.failed * 0.3
+            self.prior,
+            self.prior_weight,
+            self.decay,
+            [x * 0.3 for x in self.passed],
+            [x * 0.3 for x in self.failed],
         )
 
 
@@ -126,14 +173,17 @@ class AdaptivePolicy:
         self._last_k = 0
 
     def rate(self, k: int, alpha: float | None = None) -> float:
-        """Expected tokens per second with a draft of k tokens."""
-        alpha = self.estimate.value if alpha is None else alpha
-        seconds = self.profile.draft(k) + self.profile.verify(k + 1)
-        return expected_tokens(alpha, k) / seconds
+        """Expected tokens per second with a draft of k tokens (per-position estimates, or a
+        flat alpha when given)."""
+        tokens = self.estimate.expected_tokens(k) if alpha is None else expected_tokens(alpha, k)
+        seconds = self.profile.round_overhead + self.profile.draft(k) + self.profile.verify(k + 1)
+        return tokens / seconds
 
     def best_k(self, alpha: float | None = None) -> int:
-        candidates = [0, *range(max(1, self.draft_min), self.draft_max + 1)]
-        return max(candidates, key=lambda k: (self.rate(k, alpha), -k))
+        """The fastest k; speculation must beat no speculation by MARGIN (model error, noise)."""
+        candidates = range(max(1, self.draft_min), self.draft_max + 1)
+        best = max(candidates, key=lambda k: (self.rate(k, alpha), -k), default=0)
+        return best if best and self.rate(best, alpha) > MARGIN * self.rate(0, alpha) else 0
 
     def choose_k(self) -> int:
         k = self.best_k()
@@ -185,6 +235,12 @@ class AdaptivePolicy:
 
     def acceptance_estimate(self) -> float | None:
         return round(self.estimate.value, 4)
+
+    def observe_overhead(self, seconds: float) -> None:
+        self.profile.observe_overhead(seconds)
+
+    def observe_verify(self, n: int, seconds: float) -> None:
+        self.profile.observe_verify(n, seconds)
 
 
 class PolicyBook:

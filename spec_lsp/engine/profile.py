@@ -33,6 +33,7 @@ class CostProfile:
     draft_seconds_fixed: float = 0.0  # per draft call (catching up the draft cache, lookups)
     key: str = ""
     measured_at: float = field(default_factory=time.time)
+    round_overhead: float = 0.0  # seconds per decode round outside the model (sampling, checks)
 
     @classmethod
     def prior(cls) -> CostProfile:
@@ -50,6 +51,18 @@ class CostProfile:
                 return t0 + (t1 - t0) * (n - n0) / (n1 - n0)
         (n0, t0), (n1, t1) = points[-2], points[-1]
         return t1 + (t1 - t0) / (n1 - n0) * (n - n1)
+
+    def observe_verify(self, n: int, seconds: float) -> None:
+        """Calibrate the curve in place from the passes actually run (the machine drifts: clock,
+        thermal, other load); points never measured keep the startup measurement."""
+        old = self.verify_seconds.get(n)
+        self.verify_seconds[n] = seconds if old is None else 0.8 * old + 0.2 * seconds
+
+    def observe_overhead(self, seconds: float) -> None:
+        """Learn the loop's own cost per round (EWMA), measured while decoding."""
+        self.round_overhead = (
+            seconds if self.round_overhead == 0 else 0.9 * self.round_overhead + 0.1 * seconds
+        )
 
     def draft(self, k: int) -> float:
         return 0.0 if k <= 0 else self.draft_seconds_fixed + k * self.draft_seconds_per_token
@@ -110,7 +123,7 @@ def measure(
     context: Sequence[int],
     key: str = "",
     sizes: Sequence[int] = BATCH_SIZES,
-    repeats: int = 2,
+    repeats: int = 3,
     budget_seconds: float = 30.0,
 ) -> CostProfile:
     """Time target passes of n tokens after `context` (a realistic KV length), and the drafter.
@@ -119,19 +132,22 @@ def measure(
     The target's cache is restored to `context` afterwards.
     """
     sync(target, context)
-    filler = [t for t in context[-64:]] * 2
-    verify: dict[int, float] = {}
+    filler = list(context[-64:]) * 2
+    samples: dict[int, list[float]] = {n: [] for n in sizes}
     started = time.perf_counter()
     for n in sizes:
-        times = []
-        for _ in range(repeats if n <= 8 else 1):
+        # back to back: llama.cpp reuses its compute graph while the batch shape repeats, as it
+        # mostly does between decode rounds; the first call of a new shape pays a rebuild
+        for _ in range(repeats + 1 if n <= 8 else 2):
             t = time.perf_counter()
             target.evaluate(filler[:n], logits_from=0)
-            times.append(time.perf_counter() - t)
+            samples[n].append(time.perf_counter() - t)
             target.truncate(len(context))
-        verify[n] = statistics.median(times)
-        if time.perf_counter() - started > budget_seconds and len(verify) >= 4:
+        if time.perf_counter() - started > budget_seconds and len(samples) >= 4:
             break
+    verify = {
+        n: min(times[1:]) for n, times in samples.items() if len(times) > 1
+    }  # warm, least disturbed
     per_token, fixed = _measure_drafter(drafter, context) if drafter else (0.0, 0.0)
     profile = CostProfile(verify, per_token, fixed, key=key)
     log.info(

@@ -12,27 +12,34 @@ from spec_lsp.engine.types import SamplingParams
 
 
 def distribution(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
-    """Probabilities after temperature, top-k and top-p (float64, sums to 1)."""
+    """Probabilities after temperature, top-k and top-p (float64, sums to 1).
+
+    Top-k first selects k entries in O(n) (argpartition), so the softmax and the top-p sort
+    run on k values, not on a 150k vocabulary: a few hundred microseconds per row.
+    """
     x = np.asarray(logits, dtype=np.float64)
     if params.greedy:
         one_hot = np.zeros_like(x)
         one_hot[int(np.argmax(x))] = 1.0
         return one_hot
-    x = x / params.temperature
     if 0 < params.top_k < x.size:
-        kth = np.partition(x, -params.top_k)[-params.top_k]
-        x = np.where(x >= kth, x, -np.inf)
-    p = np.exp(x - np.max(x))
-    p /= p.sum()
+        keep = np.argpartition(x, -params.top_k)[-params.top_k :]
+    else:
+        keep = np.arange(x.size)
+    values = x[keep] / params.temperature
+    small = np.exp(values - values.max())
+    small /= small.sum()
     if params.top_p < 1.0:
-        order = np.argsort(-p, kind="stable")
-        cumulative = np.cumsum(p[order])
+        order = np.argsort(-small, kind="stable")
+        cumulative = np.cumsum(small[order])
         # keep the smallest prefix whose mass reaches top_p (the first token always stays)
         cut = int(np.searchsorted(cumulative, params.top_p)) + 1
-        mask = np.zeros_like(p, dtype=bool)
+        mask = np.zeros(small.size, dtype=bool)
         mask[order[:cut]] = True
-        p = np.where(mask, p, 0.0)
-        p /= p.sum()
+        small = np.where(mask, small, 0.0)
+        small /= small.sum()
+    p = np.zeros_like(x)
+    p[keep] = small
     return p
 
 

@@ -95,20 +95,21 @@ def generate(
         logits = masked
     out = [sampling.pick(logits, job.sampling, rng)]
     known = _continuation_after(job)
-    shadow: tuple[int, list[int]] | None = None  # (position in out, unverified proposal)
+    shadows: list[tuple[int, list[int]]] = []  # (position in out, unverified proposal)
+    last_start, model_seconds = 0.0, 0.0
     while not _finished(out, job, stats):
+        now = time.perf_counter()
+        if last_start:  # the loop's own cost last round: everything but drafting and the model
+            policy.observe_overhead(now - last_start - model_seconds)
+        last_start, model_seconds = now, 0.0
         cancel.raise_if_cancelled()
-        shadow = _score_shadow(shadow, out, policy)
+        shadows = _score_shadows(shadows, out, policy)
         k = policy.choose_k() if drafter is not None else 0
         k = min(k, job.max_tokens - len(out))
         draft = _from_continuation(known, out, min(policy.certain_k(), job.max_tokens - len(out)))
         from_continuation = bool(draft.tokens)
         stats.continuation_drafted += len(draft.tokens)
-        if (
-            not from_continuation
-            and drafter is not None
-            and (k > 0 or (shadow is None and policy.shadow_k() > 0))
-        ):
+        if not from_continuation and drafter is not None and (k > 0 or policy.shadow_k() > 0):
             t = time.perf_counter()
             request = DraftRequest(
                 list(job.prompt) + out,
@@ -118,10 +119,16 @@ def generate(
                 policy.min_confidence(),
             )
             draft = drafter.draft(request)
+            model_seconds += time.perf_counter() - t
             stats.draft_seconds += time.perf_counter() - t
             if k == 0:
-                shadow, draft = ((len(out), draft.tokens) if draft.tokens else None), Draft([])
+                if draft.tokens:
+                    shadows.append((len(out), draft.tokens))
+                draft = Draft([])
+        t = time.perf_counter()
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
+        model_seconds += time.perf_counter() - t
+        policy.observe_verify(len(draft.tokens) + 1, time.perf_counter() - t)
         n_accepted, next_token = verify(rows, draft, job.sampling, rng)
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
@@ -156,17 +163,21 @@ def _from_continuation(known: list[int], out: list[int], k: int) -> Draft:
     return Draft(known[n : n + k])
 
 
-def _score_shadow(shadow: tuple[int, list[int]] | None, out: list[int], policy: DraftPolicy):
-    """Once the target has produced as many tokens as a shadow proposal, score it."""
-    if shadow is None:
-        return None
-    start, proposal = shadow
-    produced = out[start : start + len(proposal)]
-    if len(produced) < len(proposal):
-        return shadow
-    matched = next((i for i, (a, b) in enumerate(zip(proposal, produced)) if a != b), len(proposal))
-    policy.observe(len(proposal), matched)
-    return None
+def _score_shadows(
+    shadows: list[tuple[int, list[int]]], out: list[int], policy: DraftPolicy
+) -> list[tuple[int, list[int]]]:
+    """Score each shadow proposal once the target has produced as many tokens as it has."""
+    pending = []
+    for start, proposal in shadows:
+        produced = out[start : start + len(proposal)]
+        if len(produced) < len(proposal):
+            pending.append((start, proposal))
+            continue
+        matched = next(
+            (i for i, (a, b) in enumerate(zip(proposal, produced)) if a != b), len(proposal)
+        )
+        policy.observe(len(proposal), matched)
+    return pending
 
 
 def _finished(out: list[int], job: DecodeJob, stats: DecodeStats) -> bool:
