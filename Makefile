@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 SPEC   := $(VENV)/bin/spec-lsp
 STAMP  := $(VENV)/.installed
 
-.PHONY: install models demo test lint typecheck unit e2e real bench replay editors-vscode editors-neovim clean
+.PHONY: install models demo test lint typecheck bench replay clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ typecheck: install
 
 test: models lint typecheck
 	SPEC_LSP_REQUIRE_MODELS=1 $(VENV)/bin/pytest -q -ra --durations=10
+
+replay: models
+	$(PY) bench/replay.py
 
 bench: models
 	$(SPEC) bench

@@ -174,15 +174,32 @@ def _request(
         result.answered += 1
         result.latencies.append(elapsed)
         text = _first_text(items)
-        if text and elapsed < 0.05:
+        if text and _starts_before(items, cursor):  # re-covers typed text: a typed-through answer
             result.typed_through_latencies.append(elapsed)
-        answer.set_result(text)
+        answer.set_result(text[_typed_len(items, cursor) :])
 
     future = client.protocol.send_request_async(
         "textDocument/inlineCompletion", params, msg_id=msg_id
     )
     asyncio.ensure_future(future).add_done_callback(done)
     return answer
+
+
+def _first_item(items):
+    items = getattr(items, "items", items) if items is not None else None
+    return items[0] if items else None
+
+
+def _starts_before(items, cursor: lsp.Position) -> bool:
+    return _typed_len(items, cursor) > 0
+
+
+def _typed_len(items, cursor: lsp.Position) -> int:
+    first = _first_item(items)
+    start = getattr(getattr(first, "range", None), "start", None)
+    if start is None or start.line != cursor.line:
+        return 0
+    return max(0, cursor.character - start.character)
 
 
 def _first_text(items) -> str:
@@ -199,34 +216,30 @@ def _first_text(items) -> str:
 
 
 def _plain(obj):
+    """pygls hands back untyped results as namedtuple-like objects: make them dicts."""
     if isinstance(obj, dict):
-        return obj
-    try:
-        from pygls.protocol import default_converter
+        return {k: _plain(v) for k, v in obj.items()}
+    if hasattr(obj, "_asdict"):
+        return {k: _plain(v) for k, v in obj._asdict().items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
 
-        return default_converter().unstructure(obj)
-    except Exception:
-        return vars(obj) if hasattr(obj, "__dict__") else {}
 
-
-async def _wait_ready(
-    client: LanguageClient, uri: str, text: str, offset: int, timeout: float
-) -> None:
-    """Like a user who opens the file and pauses: wait until a first completion comes back."""
+async def _wait_ready(client: LanguageClient, uri: str, text: str, offset: int, timeout: float) -> None:
+    """Like a user who opens the file and pauses: wait for the model, then for one answer."""
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
-        params = lsp.InlineCompletionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri),
-            position=position_of(text, offset),
-            context=lsp.InlineCompletionContext(
-                trigger_kind=lsp.InlineCompletionTriggerKind.Invoked
-            ),
-        )
-        items = await client.protocol.send_request_async("textDocument/inlineCompletion", params)
-        if _first_text(items):
-            return
-        await asyncio.sleep(0.5)
-    raise SystemExit("the server gave no completion before --ready-timeout; is the model pulled?")
+        stats = _plain(await client.protocol.send_request_async("specLsp/stats", None))
+        if stats.get("models"):
+            break
+        await asyncio.sleep(0.2)
+    else:
+        raise SystemExit("the model did not load before --ready-timeout; is it pulled?")
+    params = lsp.InlineCompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri), position=position_of(text, offset),
+        context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked))
+    await client.protocol.send_request_async("textDocument/inlineCompletion", params)
 
 
 def main() -> None:

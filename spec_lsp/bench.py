@@ -20,6 +20,7 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
+from spec_lsp.engine.backends.base import ModelBackend
 from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
 from spec_lsp.engine.engine import Engine
 from spec_lsp.engine.policy import (
@@ -169,6 +170,7 @@ def _bench_pair(
             prompt = engine.prompt_tokens(request)
             # like the engine's per-document memory: the estimate carries over between requests
             estimate = AcceptanceEstimate(prior_acceptance(temperature))
+            _warm_up(loaded.target, prompt)
             for rep in range(reps):
                 policies = list(_policies(engine, estimate))
                 order = (
@@ -210,6 +212,13 @@ def _bench_pair(
                     + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
                 )
     return runs
+
+
+def _warm_up(target: ModelBackend, prompt: list[int]) -> None:
+    """Evaluate the prompt and a few plain rounds first (not measured): the first passes after
+    a new prompt are slower (allocations, caches) and would penalise whichever policy runs first."""
+    job = DecodeJob(prompt, 8, SamplingParams(), frozenset())
+    generate(target, None, FixedPolicy(0), job, cancel=CancelToken(), rng=np.random.default_rng(0), stats=DecodeStats())
 
 
 def _bench_llama_cpp_python(
