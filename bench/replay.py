@@ -226,7 +226,9 @@ def _plain(obj):
     return obj
 
 
-async def _wait_ready(client: LanguageClient, uri: str, text: str, offset: int, timeout: float) -> None:
+async def _wait_ready(
+    client: LanguageClient, uri: str, text: str, offset: int, timeout: float
+) -> None:
     """Like a user who opens the file and pauses: wait for the model, then for one answer."""
     deadline = time.perf_counter() + timeout
     while time.perf_counter() < deadline:
@@ -237,8 +239,10 @@ async def _wait_ready(client: LanguageClient, uri: str, text: str, offset: int, 
     else:
         raise SystemExit("the model did not load before --ready-timeout; is it pulled?")
     params = lsp.InlineCompletionParams(
-        text_document=lsp.TextDocumentIdentifier(uri=uri), position=position_of(text, offset),
-        context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked))
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        position=position_of(text, offset),
+        context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked),
+    )
     await client.protocol.send_request_async("textDocument/inlineCompletion", params)
 
 

@@ -218,7 +218,15 @@ def _warm_up(target: ModelBackend, prompt: list[int]) -> None:
     """Evaluate the prompt and a few plain rounds first (not measured): the first passes after
     a new prompt are slower (allocations, caches) and would penalise whichever policy runs first."""
     job = DecodeJob(prompt, 8, SamplingParams(), frozenset())
-    generate(target, None, FixedPolicy(0), job, cancel=CancelToken(), rng=np.random.default_rng(0), stats=DecodeStats())
+    generate(
+        target,
+        None,
+        FixedPolicy(0),
+        job,
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=DecodeStats(),
+    )
 
 
 def _bench_llama_cpp_python(

@@ -97,6 +97,8 @@ class AcceptanceEstimate:
     decay: float = 0.95
     passed: list[float] = field(default_factory=lambda: [0.0] * DEPTH)
     failed: list[float] = field(default_factory=lambda: [0.0] * DEPTH)
+    probe_interval: int = 8  # rounds at k = 0 between probes; grows while probes do not pay
+    rounds_at_zero: int = 0
 
     def update(self, drafted: int, accepted: int) -> None:
         if drafted <= 0:
@@ -167,8 +169,6 @@ class AdaptivePolicy:
         self.draft_max = draft_max
         self.draft_min = draft_min
         self.probe_every = probe_every
-        self._rounds_at_zero = 0
-        self._probe_interval = probe_every
         self._probing = False
         self._last_k = 0
 
@@ -179,20 +179,35 @@ class AdaptivePolicy:
         seconds = self.profile.round_overhead + self.profile.draft(k) + self.profile.verify(k + 1)
         return tokens / seconds
 
+    def rates(self, alpha: float | None = None) -> list[float]:
+        """Expected tokens per second for k = 0..draft_max, in one pass."""
+        alphas = (
+            [alpha] * self.draft_max if alpha is not None else self.estimate.alphas(self.draft_max)
+        )
+        p = self.profile
+        result, tokens, survive = [], 1.0, 1.0
+        for k in range(self.draft_max + 1):
+            if k:
+                survive *= alphas[k - 1]
+                tokens += survive
+            result.append(tokens / (p.round_overhead + p.draft(k) + p.verify(k + 1)))
+        return result
+
     def best_k(self, alpha: float | None = None) -> int:
         """The fastest k; speculation must beat no speculation by MARGIN (model error, noise)."""
+        rates = self.rates(alpha)
         candidates = range(max(1, self.draft_min), self.draft_max + 1)
-        best = max(candidates, key=lambda k: (self.rate(k, alpha), -k), default=0)
-        return best if best and self.rate(best, alpha) > MARGIN * self.rate(0, alpha) else 0
+        best = max(candidates, key=lambda k: (rates[k], -k), default=0)
+        return best if best and rates[best] > MARGIN * rates[0] else 0
 
     def choose_k(self) -> int:
         k = self.best_k()
         self._probing = False
         if k == 0 and self.draft_max > 0 and not self._free_drafts():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
-            self._rounds_at_zero += 1
-            if self._rounds_at_zero >= self._probe_interval:
-                self._rounds_at_zero = 0
+            self.estimate.rounds_at_zero += 1
+            if self.estimate.rounds_at_zero >= self.estimate.probe_interval:
+                self.estimate.rounds_at_zero = 0
                 self._probing = True
                 k = max(1, self.draft_min, min(2, self.draft_max))
         self._last_k = k
@@ -224,14 +239,16 @@ class AdaptivePolicy:
             - self.profile.verify(k + 1)
             + self.profile.draft_seconds_per_token
         )
-        return min(0.95, max(0.0, self.rate(self.best_k()) * marginal))
+        return min(0.95, max(0.0, max(self.rates()) * marginal))
 
     def observe(self, drafted: int, accepted: int) -> None:
         self.estimate.update(drafted, accepted)
         if self._probing:
-            # a failed probe waits twice as long before the next; a good one resets the wait
-            good = accepted > 0
-            self._probe_interval = self.probe_every if good else min(self._probe_interval * 2, 64)
+            # a probe that does not make speculation worth it waits twice as long for the next
+            # (a drafter as costly as the target is right, and still does not pay)
+            pays = self.best_k() > 0
+            interval = self.estimate.probe_interval
+            self.estimate.probe_interval = self.probe_every if pays else min(interval * 2, 256)
 
     def acceptance_estimate(self) -> float | None:
         return round(self.estimate.value, 4)

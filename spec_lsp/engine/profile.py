@@ -43,6 +43,14 @@ class CostProfile:
 
     def verify(self, n: int) -> float:
         """Seconds for a batch of n tokens: measured points, linear between them, linear beyond."""
+        table = self.__dict__.get("_table")
+        if table is None or n >= len(table):
+            table = self.__dict__["_table"] = [0.0] + [
+                self._interpolate(i) for i in range(1, max(n, 64) + 1)
+            ]
+        return table[n]
+
+    def _interpolate(self, n: int) -> float:
         points = sorted(self.verify_seconds.items())
         if n <= points[0][0]:
             return points[0][1] * n / points[0][0]
@@ -57,6 +65,7 @@ class CostProfile:
         thermal, other load); points never measured keep the startup measurement."""
         old = self.verify_seconds.get(n)
         self.verify_seconds[n] = seconds if old is None else 0.8 * old + 0.2 * seconds
+        self.__dict__.pop("_table", None)
 
     def observe_overhead(self, seconds: float) -> None:
         """Learn the loop's own cost per round (EWMA), measured while decoding."""

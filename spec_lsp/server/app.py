@@ -18,6 +18,7 @@ from spec_lsp import __version__, config
 from spec_lsp.config import Settings
 from spec_lsp.engine import Engine, EngineError, build_engine
 from spec_lsp.server import handlers
+from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
@@ -25,12 +26,16 @@ log = logging.getLogger(__name__)
 
 class SpecLanguageServer(LanguageServer):
     def __init__(self, settings: Settings, engine: Engine) -> None:
-        super().__init__("spec-lsp", __version__)
+        super().__init__("spec-lsp", __version__, protocol_cls=SpecProtocol)
         self.settings = settings
         self.scheduler = Scheduler(engine)
         self.scheduler.debounce_s = settings.debounce_ms / 1000
         self.load_error: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
+        log.error("protocol error from %s: %s", getattr(source, "__name__", source), error)
 
     def document_for(self, uri: str) -> TextDocument | None:
         """The open document, or None (unknown documents get empty answers, not errors)."""

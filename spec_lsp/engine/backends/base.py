@@ -89,7 +89,7 @@ def sync(
     tokens: Sequence[int],
     *,
     check: Callable[[], None] | None = None,
-    chunk: int = 128,
+    chunk: int = 64,
 ) -> tuple[np.ndarray, int]:
     """Make the cache hold exactly `tokens`, evaluating only what differs from what it holds.
 
