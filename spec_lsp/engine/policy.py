@@ -171,6 +171,7 @@ class AdaptivePolicy:
         self.probe_every = probe_every
         self._probing = False
         self._last_k = 0
+        self._ever_pays: bool | None = None
 
     def rate(self, k: int, alpha: float | None = None) -> float:
         """Expected tokens per second with a draft of k tokens (per-position estimates, or a
@@ -203,7 +204,7 @@ class AdaptivePolicy:
     def choose_k(self) -> int:
         k = self.best_k()
         self._probing = False
-        if k == 0 and self.draft_max > 0 and not self._free_drafts():
+        if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
             if self.estimate.rounds_at_zero >= self.estimate.probe_interval:
@@ -215,6 +216,13 @@ class AdaptivePolicy:
 
     def certain_k(self) -> int:
         return max(1, self.best_k(alpha=0.98))
+
+    def _can_ever_pay(self) -> bool:
+        """Would speculation pay even if every draft token were accepted? If not (a drafter as
+        costly as the target on a CPU), probing is pure loss."""
+        if self._ever_pays is None:
+            self._ever_pays = self.best_k(alpha=0.999) > 0
+        return self._ever_pays
 
     def _free_drafts(self) -> bool:
         return self.profile.draft(4) < 0.02 * self.profile.verify(1)

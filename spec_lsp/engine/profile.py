@@ -65,7 +65,9 @@ class CostProfile:
         thermal, other load); points never measured keep the startup measurement."""
         old = self.verify_seconds.get(n)
         self.verify_seconds[n] = seconds if old is None else 0.8 * old + 0.2 * seconds
-        self.__dict__.pop("_table", None)
+        count = self.__dict__["_observed"] = self.__dict__.get("_observed", 0) + 1
+        if old is None or count % 16 == 0:  # re-interpolate now and then, not every round
+            self.__dict__.pop("_table", None)
 
     def observe_overhead(self, seconds: float) -> None:
         """Learn the loop's own cost per round (EWMA), measured while decoding."""
