@@ -28,11 +28,13 @@ async def run(model: str) -> tuple[lsp.InlineCompletionList, dict]:
             text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=9, character=4),
             context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked))
         for _ in range(300):  # the model loads and profiles in the background
-            result = await client.text_document_inline_completion_async(params)
+            # every request is answered while the model loads (llama-cpp-python's quiet mode
+            # used to redirect stdout during the load and swallow these answers)
+            result = await asyncio.wait_for(client.text_document_inline_completion_async(params), 30)
             if result and result.items:
                 break
             await asyncio.sleep(0.2)
-        stats = await client.protocol.send_request_async("specLsp/stats", None)
+        stats = await asyncio.wait_for(client.protocol.send_request_async("specLsp/stats", None), 30)
         await client.shutdown_async(None)
         client.exit(None)
         return result, stats

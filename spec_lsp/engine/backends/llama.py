@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
+import io
 import logging
 import os
 import time
@@ -56,17 +57,24 @@ class LlamaModel:
         file = check_model_file(path, what=what)
         threads = threads or os.cpu_count() or 1
         try:
-            self._llm: Any = llama_cpp.Llama(
-                model_path=str(file),
-                n_ctx=n_ctx,
-                n_batch=n_batch,
-                n_ubatch=n_batch,
-                n_threads=threads,
-                n_threads_batch=threads,
-                n_gpu_layers=gpu_layers,
-                logits_all=False,
-                verbose=False,
-            )
+            # verbose=False would make llama-cpp-python dup2 stdout to /dev/null while it loads:
+            # in a language server that silently drops protocol messages written meanwhile by
+            # the event loop. Load verbosely with Python's stderr captured, then quieten.
+            with contextlib.redirect_stderr(io.StringIO()):
+                self._llm: Any = llama_cpp.Llama(
+                    model_path=str(file),
+                    n_ctx=n_ctx,
+                    n_batch=n_batch,
+                    n_ubatch=n_batch,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_gpu_layers=gpu_layers,
+                    logits_all=False,
+                    verbose=True,
+                )
+            from llama_cpp._logger import set_verbose
+
+            set_verbose(False)
         except (ValueError, RuntimeError) as exc:
             raise EngineError(
                 f"llama.cpp could not load {what} {file} with a {n_ctx}-token context ({exc}). "
