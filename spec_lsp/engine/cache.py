@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,15 +40,18 @@ def _key(document: str, prefix: str, suffix: str) -> tuple[str, int, str, str]:
 
 
 class SuggestionCache:
+    """Written by the engine thread, read on the event loop: cachetools needs the lock."""
+
     def __init__(self, *, maxsize: int = 512, ttl: float = 600.0) -> None:
         self._cache: TTLCache[tuple[str, int, str, str], Suggestion] = TTLCache(
             maxsize=maxsize, ttl=ttl
         )
+        self._lock = threading.Lock()
 
     def put(self, request: CompletionRequest, text: str, raw: str = "") -> None:
-        self._cache[_key(request.document_id, request.prefix, request.suffix)] = Suggestion(
-            text, raw
-        )
+        key = _key(request.document_id, request.prefix, request.suffix)
+        with self._lock:
+            self._cache[key] = Suggestion(text, raw)
 
     def lookup(self, request: CompletionRequest) -> tuple[str, str] | None:
         """(typed, remainder) if the text before the cursor ends by typing into a suggestion.
@@ -58,7 +62,8 @@ class SuggestionCache:
         prefix = request.prefix
         for typed_len in range(0, min(MAX_TYPED_THROUGH, len(prefix)) + 1):
             start = len(prefix) - typed_len
-            found = self._cache.get(_key(request.document_id, prefix[:start], request.suffix))
+            with self._lock:
+                found = self._cache.get(_key(request.document_id, prefix[:start], request.suffix))
             if found is None:
                 continue
             typed = prefix[start:]
@@ -67,7 +72,8 @@ class SuggestionCache:
         return None
 
     def clear(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
 
 class ContinuationDrafter:

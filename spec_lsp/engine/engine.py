@@ -91,6 +91,7 @@ class Engine:
             raise
         stop_ids = target.info.stop_ids | _end_token_ids(target, template)
         self._loaded = Loaded(target, draft, template, stop_ids)
+        self._vocab_index = VocabIndex(target)  # for token healing; built now, not on a keystroke
         self.book.clear()
         self._forget()
         self.profile = cost_profile.load_cached(self.profile_key())

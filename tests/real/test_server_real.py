@@ -18,23 +18,38 @@ async def run(model: str) -> tuple[lsp.InlineCompletionList, dict]:
     client = LanguageClient("test", "1")
     await client.start_io(sys.executable, "-m", "spec_lsp.cli", "serve", "--model", model)
     try:
-        await client.initialize_async(lsp.InitializeParams(
-            capabilities=lsp.ClientCapabilities(), initialization_options={"maxTokens": 16, "drafter": "ngram"}))
+        await client.initialize_async(
+            lsp.InitializeParams(
+                capabilities=lsp.ClientCapabilities(),
+                initialization_options={"maxTokens": 16, "drafter": "ngram"},
+            )
+        )
         client.initialized(lsp.InitializedParams())
         uri = "file:///ops.py"
-        client.text_document_did_open(lsp.DidOpenTextDocumentParams(
-            lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=TEXT)))
+        client.text_document_did_open(
+            lsp.DidOpenTextDocumentParams(
+                lsp.TextDocumentItem(uri=uri, language_id="python", version=1, text=TEXT)
+            )
+        )
         params = lsp.InlineCompletionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(line=9, character=4),
-            context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked))
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            position=lsp.Position(line=9, character=4),
+            context=lsp.InlineCompletionContext(
+                trigger_kind=lsp.InlineCompletionTriggerKind.Invoked
+            ),
+        )
         for _ in range(300):  # the model loads and profiles in the background
             # every request is answered while the model loads (llama-cpp-python's quiet mode
             # used to redirect stdout during the load and swallow these answers)
-            result = await asyncio.wait_for(client.text_document_inline_completion_async(params), 30)
+            result = await asyncio.wait_for(
+                client.text_document_inline_completion_async(params), 30
+            )
             if result and result.items:
                 break
             await asyncio.sleep(0.2)
-        stats = await asyncio.wait_for(client.protocol.send_request_async("specLsp/stats", None), 30)
+        stats = await asyncio.wait_for(
+            client.protocol.send_request_async("specLsp/stats", None), 30
+        )
         await client.shutdown_async(None)
         client.exit(None)
         return result, stats
