@@ -1,102 +1,195 @@
 """From the model's raw continuation to the ghost text shown.
 
-Single-line mid-line, multi-line at an empty line or an empty block; stop where the suffix
-continues or the block ends; never repeat what already follows the cursor; trim trailing space.
+Single-line mid-line or after text; multi-line at an empty line or after a block opener. A
+multi-line completion ends where the suffix continues, where the code leaves the cursor's
+block, or at two blank lines. Text that already follows the cursor is never repeated, every
+line loses its trailing blanks, the model's indentation is kept, and CRLF documents get CRLF.
+
+`stop_reached` runs the same line scan as `postprocess` on the text generated so far, treating
+its last line as unfinished, so once it says stop, more text cannot change the result.
 """
 
 from __future__ import annotations
 
-BLOCK_OPENERS = (":", "{", "(", "[", "=>", "->", "do", "then")
+from dataclasses import dataclass
+
+BLOCK_OPENERS = (":", "{", "(", "[", "=>")
+BLANKS = " \t\r\f\v"
+CLOSERS = ")]}"
+CLOSING_TAIL = ")]};,"  # what a closing-bracket line is made of
 
 
-def _current_line_before(prefix: str) -> str:
-    return prefix[prefix.rfind("\n") + 1 :]
+@dataclass(frozen=True)
+class _Context:
+    prefix: str
+    start: int  # where the cursor's line begins in the prefix
+    head: str  # the cursor's line before the cursor
+    rest: str  # the cursor's line after the cursor
+    next_line: str  # the first non-blank line below the cursor's, "" if none
+    crlf: bool
 
 
-def _rest_of_line(suffix: str) -> str:
+def _context(prefix: str, suffix: str) -> _Context:
+    start = prefix.rfind("\n") + 1
     end = suffix.find("\n")
-    return (suffix if end < 0 else suffix[:end]).rstrip("\r")
+    rest = suffix if end < 0 else suffix[:end]
+    next_line = ""
+    at = end + 1 if end >= 0 else len(suffix)
+    while at < len(suffix) and not next_line:
+        stop = suffix.find("\n", at)
+        stop = len(suffix) if stop < 0 else stop
+        next_line, at = suffix[at:stop].rstrip(BLANKS), stop + 1
+    if start:
+        crlf = prefix[start - 2 : start] == "\r\n"
+    else:
+        crlf = end > 0 and suffix[end - 1] == "\r"
+    head = prefix[start:].rstrip("\r")
+    return _Context(prefix, start, head, rest.rstrip("\r"), next_line, crlf)
 
 
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
+def _blank(line: str) -> bool:
+    return not line.strip(BLANKS)
+
+
 def decide_multiline(prefix: str, suffix: str, setting: str = "auto") -> bool:
+    """Multi-line at an empty line or right after a block opener; single-line mid-line."""
     if setting in ("always", "never"):
         return setting == "always"
-    if _rest_of_line(suffix).strip():
-        return False  # mid-line: complete this line only
-    before = _current_line_before(prefix).rstrip("\r")
-    if not before.strip():
-        return True  # an empty line: a block may follow
-    return before.rstrip().endswith(BLOCK_OPENERS)
-
-
-def _first_suffix_line(suffix: str) -> str:
-    for line in suffix.split("\n")[1:]:
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _cut_lines(raw: str, prefix: str, suffix: str) -> list[str]:
-    """The generated lines up to where the suffix continues or the block ends."""
-    lines = raw.replace("\r\n", "\n").split("\n")
-    current = _current_line_before(prefix)
-    base = _indent(current) if current.strip() else len(current)
-    stop_line = _first_suffix_line(suffix)
-    kept = [lines[0]]
-    blank_run = 0
-    for line in lines[1:]:
-        if line.strip() and stop_line and line.strip() == stop_line:
-            break
-        if line.strip() and _indent(line) < base:
-            break  # less indented than the cursor's block: it belongs outside the completion
-        blank_run = blank_run + 1 if not line.strip() else 0
-        if blank_run >= 2:
-            break
-        kept.append(line)
-    while len(kept) > 1 and not kept[-1].strip():
-        kept.pop()
-    return kept
+    ctx = _context(prefix, suffix)
+    if not _blank(ctx.rest):
+        return False  # text after the cursor: complete this line only
+    head = ctx.head.rstrip(BLANKS)
+    return not head or head.endswith(BLOCK_OPENERS)
 
 
 def postprocess(raw: str, *, prefix: str, suffix: str, multiline: bool) -> str:
-    if not raw.strip():
+    """The ghost text for `raw` at the cursor between `prefix` and `suffix` ("" for nothing)."""
+    ctx = _context(prefix, suffix)
+    lines, _ = _scan(_lines(raw), ctx, multiline=multiline, finished=True)
+    lines = [line.rstrip(BLANKS) for line in lines]
+    while len(lines) > 1 and not lines[-1]:
+        lines.pop()
+    text = _drop_rest_of_line("\n".join(lines), ctx)
+    if _blank(text):
         return ""
-    if multiline:
-        lines = _cut_lines(raw, prefix, suffix)
-    else:
-        lines = [raw.replace("\r\n", "\n").split("\n")[0]]
-    lines = [line.rstrip() for line in lines]
-    text = "\n".join(lines).rstrip()
-    rest = _rest_of_line(suffix).strip()
-    if rest and not multiline:
-        text = _drop_overlap(text, rest)
-    if prefix.endswith(("\r\n",)) or "\r\n" in prefix[-200:]:
-        text = text.replace("\n", "\r\n")
-    return text if text.strip() else ""
-
-
-def _drop_overlap(text: str, rest: str) -> str:
-    """If the completion ends with what already follows the cursor, drop that part."""
-    for n in range(min(len(rest), len(text)), 0, -1):
-        if text.endswith(rest[:n]) and (n == len(rest) or not rest[:n].isalnum()):
-            return text[: len(text) - n].rstrip() if n == len(rest) else text[: len(text) - n]
-    return text
+    return text.replace("\n", "\r\n") if ctx.crlf else text
 
 
 def stop_reached(text_so_far: str, *, prefix: str, suffix: str, multiline: bool) -> bool:
-    """True once generating more cannot change `postprocess`'s result (checked between rounds)."""
-    text = text_so_far.replace("\r\n", "\n")
+    """True once generating more cannot change what `postprocess` makes of the text.
+
+    Cheap enough for the decode loop to call between rounds."""
+    ctx = _context(prefix, suffix)
+    return _scan(_lines(text_so_far), ctx, multiline=multiline, finished=False)[1]
+
+
+def _lines(raw: str) -> list[str]:
+    """Lines split at CRLF, LF or a lone CR (LSP's line breaks). Appending text only appends to
+    these lines: a CR at the end already ends its line, and an LF after it adds nothing."""
+    return raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _scan(
+    lines: list[str], ctx: _Context, *, multiline: bool, finished: bool
+) -> tuple[list[str], bool]:
+    """The generated lines to keep, and whether a stop was found.
+
+    Unless `finished`, the last line may still grow: a stop is then decided only by what more
+    text cannot change (a whole line, or the indentation of a line that has begun)."""
     if not multiline:
-        return "\n" in text and bool(text.split("\n")[0].strip() or text.strip())
-    if "\n" not in text:
-        return False
-    complete_lines = text.split("\n")[:-1]  # the last line may still grow
-    kept = _cut_lines("\n".join(complete_lines) + "\n", prefix, suffix)
-    # stopped early if a complete line after the kept ones was rejected
-    return len(kept) < len(complete_lines) and any(
-        line.strip() for line in complete_lines[len(kept) :]
-    )
+        return lines[:1], len(lines) > 1
+    complete = len(lines) if finished else len(lines) - 1
+    block = _BlockTracker(ctx)
+    blank_run = 0
+    for i, line in enumerate(lines):
+        whole = i < complete
+        full = ctx.head + line if i == 0 else line
+        if whole and ctx.next_line and not _blank(line) and full.rstrip(BLANKS) == ctx.next_line:
+            return lines[:i], True  # the suffix continues here: don't repeat it
+        if i > 0 and not _blank(line):
+            blank_run = 0
+            verdict = block.verdict(line)
+            if verdict == "outside":
+                return lines[:i], True
+            if verdict == "closer":  # a closing bracket at the opener's level ends the block
+                return lines[: i + 1], whole
+        elif i == 0 and not _blank(full):
+            block.first_line(full)
+        elif i > 0 and whole:
+            blank_run += 1
+            if blank_run >= 2:
+                return lines[:i], True
+    return lines, False
+
+
+class _BlockTracker:
+    """Where the completion's block is: lines less indented than it are outside of it.
+
+    On an empty line the block is that of the first line written (after `def f():` and an
+    empty line at column 0, the body's indentation). After code (`if x:`, `foo(`) the block is
+    the opener's, or deeper if the next line is indented further. A closing-bracket line back
+    at the opener's indentation still belongs to the completion, and ends it."""
+
+    def __init__(self, ctx: _Context) -> None:
+        self.ctx = ctx
+        self.head_indent = None if _blank(ctx.head) else _indent(ctx.head)
+        self.level: int | None = None
+
+    def first_line(self, full: str) -> None:
+        if self.head_indent is None:
+            self.level = _indent(full)
+
+    def verdict(self, line: str) -> str:
+        indent = _indent(line)
+        if self.level is None:
+            self.level = max(indent, self.head_indent or 0)
+        if indent >= self.level:
+            return "inside"
+        body = line.strip(BLANKS)
+        closing = body[0] in CLOSERS and all(c in CLOSING_TAIL for c in body)
+        return "closer" if closing and indent == self._opener_indent() else "outside"
+
+    def _opener_indent(self) -> int | None:
+        """The indentation of the line that opened the block: the cursor's own, or the
+        nearest line above that is less indented than the block."""
+        if self.head_indent is not None:
+            return self.head_indent
+        prefix, end = self.ctx.prefix, self.ctx.start - 1
+        for _ in range(200):  # lines above the cursor's, nearest first
+            if end < 0:
+                break
+            begin = prefix.rfind("\n", 0, end) + 1
+            line = prefix[begin:end]
+            if not _blank(line) and _indent(line) < (self.level or 0):
+                return _indent(line)
+            end = begin - 1
+        return None
+
+
+def _drop_rest_of_line(text: str, ctx: _Context) -> str:
+    """If the completion ends with what already follows the cursor, leave that part out.
+
+    The whole rest of the line (`x + 1` after writing `x + 1`), or its start when that is
+    closing punctuation (the `)` of `):`): the editor shows the ghost text before it. Brackets
+    decide when it is unclear: `print(` + `f(x)` keeps its `)`, `print(` + `x)` loses it."""
+    rest = ctx.rest.strip(BLANKS)
+    if not rest or not text:
+        return text
+
+    def imbalance(completion: str) -> int:
+        line = ctx.head + completion + ctx.rest
+        pairs = sum(abs(line.count(a) - line.count(b)) for a, b in ("()", "[]", "{}"))
+        return pairs + sum(line.count(q) % 2 for q in "\"'`")
+
+    kept = imbalance(text)
+    for whole in dict.fromkeys((ctx.rest.rstrip(BLANKS), rest)):  # with its leading blanks first
+        if text.endswith(whole) and imbalance(text[: -len(whole)]) <= kept:
+            return text[: -len(whole)]
+    for n in range(min(len(rest), len(text)) - 1, 0, -1):
+        if text.endswith(rest[:n]) and imbalance(text[:-n]) < kept:
+            return text[:-n]
+    return text

@@ -1,25 +1,44 @@
 """Fill-in-the-middle templates as data, per model family, and their detection.
 
-A prompt is a list of segments: template tokens (`special=True`, tokenized with special-token
-parsing) and user text (`special=False`, so code that contains `<|fim_prefix|>` cannot inject).
+A prompt is a list of segments. Template tokens are `special=True`: the engine tokenizes them
+with special-token parsing on. User text (code, file names) is `special=False`, so code that
+contains `<|fim_prefix|>` cannot inject a control token. Segment texts are exact: spaces the
+format needs (CodeLlama, Codestral) are spelled out in user segments, and the engine must
+tokenize each segment without adding a sentencepiece word-boundary space of its own.
+
+Token texts are written as the GGUF vocabulary spells them. Some families exist in several
+spellings (CodeLlama's tokens carry the sentencepiece space: `▁<PRE>`); `detect` and `resolve`
+return the variant whose tokens the model has.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+HasToken = Callable[[str], bool]
 
 
 @dataclass(frozen=True)
 class FimTemplate:
-    name: str
-    prefix: str
+    name: str  # the family, as the `fimTemplate` setting names it
+    prefix: str  # marker token texts, spelled as in the vocabulary
     suffix: str
-    middle: str
-    end_tokens: tuple[str, ...] = ()
-    suffix_first: bool = False  # Codestral: [SUFFIX] S [PREFIX] P
-    file_header: str = ""  # e.g. "<|file_sep|>{name}\n": where the file name goes, if anywhere
-    signature: tuple[str, ...] = ()  # extra tokens that identify the family
+    middle: str  # "" when the format has none (Codestral's prompt ends with the prefix)
+    end_tokens: tuple[str, ...] = ()  # texts that end a completion (markers included)
+    suffix_first: bool = False  # [SUFFIX] S [PREFIX] P (Codestral); otherwise P S M
+    file_marker: str = ""  # token that opens a file; the file's name follows on its own line
+    name_in_prefix: bool = False  # the name line follows the prefix marker (StarCoder2)
+    prefix_lead: str = ""  # text before the prefix text (sentencepiece formats: a space)
+    marker_lead: str = ""  # text before the suffix/middle markers (CodeLlama, plain spelling)
+    identifying: tuple[str, ...] = ()  # tokens telling this family from one with equal markers
+    variant: str = ""  # which spelling of the family this is (for logs)
+
+    @property
+    def markers(self) -> tuple[str, ...]:
+        """The tokens the model must have for this template (in prompt order)."""
+        order = (self.suffix, self.prefix) if self.suffix_first else (self.prefix, self.suffix)
+        return tuple(t for t in (*order, self.middle) if t)
 
 
 @dataclass(frozen=True)
@@ -28,96 +47,199 @@ class Segment:
     special: bool
 
 
-TEMPLATES: dict[str, FimTemplate] = {
-    t.name: t
-    for t in (
-        FimTemplate(
-            "qwen",
-            "<|fim_prefix|>",
-            "<|fim_suffix|>",
-            "<|fim_middle|>",
-            ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>", "<|im_end|>"),
-            file_header="<|file_sep|>{name}\n",
-            signature=("<|fim_pad|>", "<|repo_name|>"),
-        ),
-        FimTemplate(
-            "codegemma",
-            "<|fim_prefix|>",
-            "<|fim_suffix|>",
-            "<|fim_middle|>",
-            ("<|file_separator|>", "<eos>"),
-            signature=("<|file_separator|>",),
-        ),
-        FimTemplate(
-            "starcoder",
-            "<fim_prefix>",
-            "<fim_suffix>",
-            "<fim_middle>",
-            ("<|endoftext|>", "<file_sep>"),
-            file_header="<file_sep>{name}\n",
-        ),
-        FimTemplate(
-            "codellama", "<PRE> ", " <SUF>", " <MID>", ("<EOT>", "</s>"), signature=("<EOT>",)
-        ),
-        FimTemplate(
-            "deepseek",
-            "<｜fim▁begin｜>",
-            "<｜fim▁hole｜>",
-            "<｜fim▁end｜>",
-            ("<｜end▁of▁sentence｜>", "<|EOT|>"),
-        ),
-        FimTemplate("codestral", "[PREFIX]", "[SUFFIX]", "", ("</s>",), suffix_first=True),
+def _family(name: str, variants: list[FimTemplate]) -> tuple[FimTemplate, ...]:
+    """Stamp the family name on its variants and add the markers to the end tokens."""
+    return tuple(
+        replace(v, name=name, end_tokens=tuple(dict.fromkeys((*v.end_tokens, *v.markers))))
+        for v in variants
     )
+
+
+# Preferred variant first. Sources: the model cards and reference code of each family, and
+# llama.cpp's FIM token table (llama-vocab.cpp), which lists the spellings found in GGUF files.
+VARIANTS: dict[str, tuple[FimTemplate, ...]] = {
+    # Qwen2.5-Coder: <|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>. Repository format:
+    # <|repo_name|>R\n<|file_sep|>path\ncode ... The current file's name goes before the FIM
+    # prefix as its own <|file_sep|> line (as llama.cpp's /infill does).
+    "qwen": _family(
+        "qwen",
+        [
+            FimTemplate(
+                "",
+                "<|fim_prefix|>",
+                "<|fim_suffix|>",
+                "<|fim_middle|>",
+                ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>", "<|im_end|>"),
+                file_marker="<|file_sep|>",
+            )
+        ],
+    ),
+    # CodeGemma shares Qwen's marker texts; <|file_separator|> (its end of file) tells them apart.
+    "codegemma": _family(
+        "codegemma",
+        [
+            FimTemplate(
+                "",
+                "<|fim_prefix|>",
+                "<|fim_suffix|>",
+                "<|fim_middle|>",
+                ("<|file_separator|>", "<eos>", "<end_of_turn>"),
+                identifying=("<|file_separator|>",),
+            )
+        ],
+    ),
+    # StarCoder2 trained FIM inside its repository format:
+    # <file_sep><fim_prefix>path\nP<fim_suffix>S<fim_middle>. StarCoder 1 has no <file_sep>;
+    # SantaCoder spells the markers with hyphens.
+    "starcoder": _family(
+        "starcoder",
+        [
+            FimTemplate(
+                "",
+                "<fim_prefix>",
+                "<fim_suffix>",
+                "<fim_middle>",
+                ("<|endoftext|>", "<file_sep>", "<repo_name>", "<fim_pad>"),
+                file_marker="<file_sep>",
+                name_in_prefix=True,
+                identifying=("<file_sep>",),
+                variant="starcoder2",
+            ),
+            FimTemplate(
+                "",
+                "<fim_prefix>",
+                "<fim_suffix>",
+                "<fim_middle>",
+                ("<|endoftext|>", "<fim_pad>", "<filename>", "<reponame>"),
+                variant="starcoder1",
+            ),
+            FimTemplate(
+                "",
+                "<fim-prefix>",
+                "<fim-suffix>",
+                "<fim-middle>",
+                ("<|endoftext|>", "<fim-pad>"),
+                variant="santacoder",
+            ),
+        ],
+    ),
+    # DeepSeek-Coder (fullwidth bars, U+2581 in the names).
+    "deepseek": _family(
+        "deepseek",
+        [
+            FimTemplate(
+                "",
+                "<｜fim▁begin｜>",
+                "<｜fim▁hole｜>",
+                "<｜fim▁end｜>",
+                ("<｜end▁of▁sentence｜>", "<|EOT|>"),
+            )
+        ],
+    ),
+    # Codestral (Mistral tokenizer v2/v3): <s>[SUFFIX]S[PREFIX] P, suffix first; the space
+    # before P is the sentencepiece word boundary of the prefix. [MIDDLE] exists but is unused.
+    "codestral": _family(
+        "codestral",
+        [
+            FimTemplate(
+                "",
+                "[PREFIX]",
+                "[SUFFIX]",
+                "",
+                ("</s>", "[MIDDLE]"),
+                suffix_first=True,
+                prefix_lead=" ",
+            )
+        ],
+    ),
+    # CodeLlama: "<PRE> P <SUF>S <MID>". In its GGUF vocabulary the tokens carry the leading
+    # sentencepiece space ("▁<SUF>" reads " <SUF>"); the space after <PRE> is P's word boundary.
+    # A vocabulary with plain "<PRE>" tokens gets the spaces as text.
+    "codellama": _family(
+        "codellama",
+        [
+            FimTemplate(
+                "",
+                "▁<PRE>",
+                "▁<SUF>",
+                "▁<MID>",
+                ("▁<EOT>", "<EOT>", "</s>"),
+                prefix_lead=" ",
+                variant="sentencepiece",
+            ),
+            FimTemplate(
+                "",
+                "<PRE>",
+                "<SUF>",
+                "<MID>",
+                ("<EOT>", "▁<EOT>", "</s>"),
+                prefix_lead=" ",
+                marker_lead=" ",
+                variant="plain",
+            ),
+        ],
+    ),
 }
+TEMPLATES: dict[str, FimTemplate] = {name: variants[0] for name, variants in VARIANTS.items()}
 DETECTION_ORDER = ("codegemma", "qwen", "starcoder", "deepseek", "codestral", "codellama")
 
 
-def _marker(template: FimTemplate, text: str) -> str:
-    return text.strip()
+def _usable(template: FimTemplate, has_token: HasToken) -> bool:
+    return all(has_token(t) for t in template.markers)
+
+
+def _pick_variant(name: str, has_token: HasToken) -> FimTemplate | None:
+    """The family's first variant whose markers (and identifying tokens, if any) the model has;
+    failing that, the first whose markers it has."""
+    usable = [v for v in VARIANTS[name] if _usable(v, has_token)]
+    identified = (v for v in usable if not v.identifying or any(map(has_token, v.identifying)))
+    return next(identified, usable[0] if usable else None)
 
 
 def detect(
-    has_token: Callable[[str], bool], *, architecture: str = "", model_name: str = ""
+    has_token: HasToken, *, architecture: str = "", model_name: str = ""
 ) -> FimTemplate | None:
-    """The family whose FIM tokens exist in the vocabulary; None means prefix-only prompting."""
+    """The family whose FIM tokens the vocabulary has; None means prefix-only prompting.
+
+    Qwen and CodeGemma use the same marker texts: CodeGemma is chosen when the vocabulary has
+    `<|file_separator|>` or the architecture/model name says gemma, Qwen otherwise."""
     for name in DETECTION_ORDER:
-        template = TEMPLATES[name]
-        needed = [
-            _marker(template, t) for t in (template.prefix, template.suffix, template.middle) if t
-        ]
-        if not all(has_token(t) for t in needed):
+        if name == "codegemma":
+            gemma = "gemma" in architecture.lower() or "gemma" in model_name.lower()
+            template = TEMPLATES[name]
+            if _usable(template, has_token) and (
+                gemma or any(has_token(t) for t in template.identifying)
+            ):
+                return template
             continue
-        if template.signature and not any(has_token(t) for t in template.signature):
-            if name == "codegemma" and "gemma" not in architecture.lower():
-                continue
-        return template
+        found = _pick_variant(name, has_token)
+        if found is not None:
+            return found
     return None
 
 
 def resolve(
-    setting: str, has_token: Callable[[str], bool], architecture: str = "", model_name: str = ""
+    setting: str, has_token: HasToken, architecture: str = "", model_name: str = ""
 ) -> FimTemplate | None:
-    """`auto` detects; `none` is prefix-only; a family name must match the model's tokens."""
+    """`auto` detects; `none` is prefix-only; a family name must match the model's tokens.
+
+    Raises ValueError (a sentence for the user) for an unknown name or missing tokens."""
     if setting == "none":
         return None
     if setting == "auto":
         return detect(has_token, architecture=architecture, model_name=model_name)
-    template = TEMPLATES.get(setting)
-    if template is None:
+    if setting not in VARIANTS:
         raise ValueError(
-            f"unknown FIM template {setting!r}; use auto, none or one of {', '.join(TEMPLATES)}"
+            f"unknown FIM template {setting!r}; use auto, none or one of {', '.join(VARIANTS)}"
         )
-    missing = [
-        t
-        for t in (template.prefix, template.suffix, template.middle)
-        if t and not has_token(t.strip())
-    ]
-    if missing:
+    found = _pick_variant(setting, has_token)
+    if found is None:
+        wanted = " ".join(TEMPLATES[setting].markers)
         raise ValueError(
-            f"template {setting!r} needs the tokens {', '.join(missing)}, which this model does not have; "
-            "set fimTemplate to 'auto'"
+            f"the {setting} template needs the tokens {wanted}, which this model does not "
+            "have; use 'auto' (detects the model's template) or 'none' (prefix only)"
         )
-    return template
+    return found
 
 
 def build_prompt(
@@ -128,26 +250,52 @@ def build_prompt(
     file_name: str = "",
     language: str = "",
 ) -> list[Segment]:
-    """Segments of a FIM prompt in the template's order (most stable pieces first)."""
+    """The prompt's segments, most stable first (file name, then prefix in P-S-M order).
+
+    `language` has no place in any supported template; the file name carries it. Without a
+    template the prompt is the prefix alone (no header: plain models continue code best)."""
+    del language  # accepted so callers need not know which templates use what
     if template is None:
-        return [Segment(prefix, special=False)]
+        return _joined([Segment(prefix, False)])
+    t = template
+    name_line = file_name.replace("\r", " ").replace("\n", " ").strip()
+    name_line = f"{name_line}\n" if name_line and t.file_marker else ""
     head: list[Segment] = []
-    if template.file_header and file_name:
-        marker, _, rest = template.file_header.partition("{name}")
-        head = [Segment(marker, special=True), Segment(file_name + rest, special=False)]
-    if template.suffix_first:
-        body = [
-            Segment(template.suffix, True),
-            Segment(suffix, False),
-            Segment(template.prefix, True),
-            Segment(prefix, False),
-        ]
+    if name_line and not t.name_in_prefix:
+        head = [Segment(t.file_marker, True), Segment(name_line, False)]
+    elif name_line:
+        head = [Segment(t.file_marker, True)]
+    pre = [
+        Segment(t.prefix, True),
+        Segment(name_line if t.name_in_prefix else "", False),
+        Segment(t.prefix_lead + prefix, False),
+    ]
+    if t.suffix_first:
+        body = [Segment(t.suffix, True), Segment(suffix, False), *pre]
     else:
         body = [
-            Segment(template.prefix, True),
-            Segment(prefix, False),
-            Segment(template.suffix, True),
-            Segment(suffix, False),
-            Segment(template.middle, True),
+            *pre,
+            Segment(t.marker_lead, False),
+            Segment(t.suffix, True),
+            Segment(suffix + t.marker_lead, False),
+            Segment(t.middle, True),
         ]
-    return [s for s in head + body if s.text]
+    return _joined(head + body)
+
+
+def _joined(segments: list[Segment]) -> list[Segment]:
+    """Drop empty segments and merge adjacent user text."""
+    out: list[Segment] = []
+    for s in segments:
+        if not s.text:
+            continue
+        if out and out[-1].special == s.special and not s.special:
+            out[-1] = Segment(out[-1].text + s.text, False)
+        else:
+            out.append(s)
+    return out
+
+
+def render(segments: list[Segment]) -> str:
+    """The prompt as one string (for logs and golden tests)."""
+    return "".join(s.text for s in segments)

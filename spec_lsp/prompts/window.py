@@ -1,15 +1,32 @@
 """The token-budgeted window of text around the cursor.
 
-Whole lines only, so that the window is stable while the user types: the prefix starts at a
-line number that is a multiple of SNAP lines and moves only when the budget forces it, so
-consecutive keystrokes produce prompts that share their beginning (the KV cache reuses it).
+Whole lines, chosen so that the window is stable while the user types: the engine reuses the
+KV cache of the previous keystroke's prompt, which only helps if the prompt starts the same.
+
+- Prefix: the cursor's line is always kept (cut from the left only if it alone is over
+  budget). Lines above it are added in blocks of SNAP_LINES, whose edges sit at absolute line
+  numbers (multiples of SNAP_LINES from the top of the text), so the first kept line is the
+  earliest block edge that fits. Typing on a line, or pressing Enter, moves that start only
+  when the budget forces it, and then by a whole block. If even the lines between the nearest
+  edge and the cursor do not fit, lines are added one by one (tiny budgets only).
+- Suffix: the same blocks, counted from the cursor's line downwards, so the window ends on a
+  block edge; then line by line, then the head of the first line.
+- A line cut to fit is cut at a multiple of CHUNK_CHARS from the line's start, so that typing
+  at the end of a huge line keeps the cut where it was.
+
+`count_tokens` may be a real tokenizer: it is called once per block (plus a few times for the
+cursor's line), never per character. Sums of block counts stand in for the count of their
+concatenation. Text is split at "\\n" only, so "\\r\\n" documents come back as they were.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-SNAP = 16  # lines
+SNAP_LINES = 16
+CHUNK_CHARS = 64
+
+Count = Callable[[str], int]
 
 
 def window(
@@ -20,94 +37,152 @@ def window(
     prefix_budget: int,
     suffix_budget: int,
 ) -> tuple[str, str]:
-    return _prefix_window(prefix, count_tokens, prefix_budget), _suffix_window(
-        suffix, count_tokens, suffix_budget
+    """The end of `prefix` and the start of `suffix` that fit their token budgets."""
+    return (
+        _prefix_window(prefix, count_tokens, prefix_budget),
+        _suffix_window(suffix, count_tokens, suffix_budget),
     )
 
 
-def _prefix_window(prefix: str, count: Callable[[str], int], budget: int) -> str:
-    lines = prefix.splitlines(keepends=True)
-    if not lines:
+def _prefix_window(prefix: str, count: Count, budget: int) -> str:
+    cut = prefix.rfind("\n") + 1
+    current = prefix[cut:]
+    used = count(current) if current else 0
+    if used > budget:
+        return _tail_within(current, count, budget)
+    n = prefix.count("\n")  # the cursor's line number = lines above it
+    if n == 0:
         return prefix
-    if prefix.endswith(("\n", "\r")):
-        lines.append("")  # the cursor's (empty) line
-    current = lines[-1]
-    if count(current) >= budget:
-        return _tail_that_fits(current, count, budget)
-    # Blocks of SNAP lines counted from the top of the file, so block edges don't move as you type.
-    above = lines[:-1]
-    first_block = len(above) - (len(above) % SNAP) if len(above) % SNAP else len(above)
-    used = count(current) + count("".join(above[first_block:]))
-    start = first_block
-    while start > 0 and used <= budget:
-        block = "".join(above[max(0, start - SNAP) : start])
-        cost = count(block)
-        if used + cost > budget:
-            break
-        used += cost
-        start = max(0, start - SNAP)
-    if used > budget:  # even the partial block does not fit: keep the lines nearest the cursor
-        return _tail_lines(above[first_block:], current, count, budget)
-    return "".join(above[start:]) + current
-
-
-def _tail_lines(above: list[str], current: str, count: Callable[[str], int], budget: int) -> str:
-    kept: list[str] = []
-    used = count(current)
-    for line in reversed(above):
-        cost = count(line)
-        if used + cost > budget:
-            break
-        kept.insert(0, line)
-        used += cost
-    return "".join(kept) + current
-
-
-def _suffix_window(suffix: str, count: Callable[[str], int], budget: int) -> str:
-    if budget <= 0 or not suffix:
-        return ""
-    lines = suffix.splitlines(keepends=True)
-    used = 0
-    end = 0
-    for start in range(0, len(lines), SNAP):
-        block = "".join(lines[start : start + SNAP])
-        cost = count(block)
-        if used + cost > budget:
-            break
-        used += cost
-        end = start + SNAP
-    if end == 0:  # the first block alone is too big: line by line, then the first line cut
-        kept: list[str] = []
-        for line in lines:
-            cost = count(line)
+    starts = _LineStarts(prefix, n)
+    edge = (n // SNAP_LINES) * SNAP_LINES  # the nearest block edge at or above the cursor's line
+    if edge == n:  # the cursor's line starts a block: the next block up is a whole one
+        edge -= SNAP_LINES
+    cost = count(prefix[starts.at(edge) : cut])
+    if used + cost > budget:  # tiny budget: whole lines nearest the cursor, one by one
+        first = n
+        while first > edge + 1:
+            cost = count(prefix[starts.at(first - 1) : starts.at(first)])
             if used + cost > budget:
                 break
-            kept.append(line)
             used += cost
-        if not kept:
-            return _head_that_fits(lines[0], count, budget)
-        return "".join(kept)
-    return "".join(lines[:end])
+            first -= 1
+        return prefix[starts.at(first) :]
+    used += cost
+    first = edge
+    while first > 0:
+        block = first - SNAP_LINES
+        cost = count(prefix[starts.at(block) : starts.at(first)])
+        if used + cost > budget:
+            break
+        used += cost
+        first = block
+    return prefix[starts.at(first) :]
 
 
-def _tail_that_fits(text: str, count: Callable[[str], int], budget: int) -> str:
-    """The longest end of `text` within budget (binary search over characters)."""
-    lo, hi = 0, len(text)
+class _LineStarts:
+    """Offsets where lines begin, found from the end on demand (the window is near the end)."""
+
+    def __init__(self, text: str, n: int) -> None:
+        self._text = text
+        self._found = {n: text.rfind("\n") + 1}
+        self._lowest = n
+
+    def at(self, line: int) -> int:
+        line = max(line, 0)
+        while self._lowest > line:
+            end = self._found[self._lowest] - 1  # the newline that ends the line above
+            self._lowest -= 1
+            self._found[self._lowest] = self._text.rfind("\n", 0, end) + 1
+        return self._found[line]
+
+
+def _suffix_window(suffix: str, count: Count, budget: int) -> str:
+    if budget <= 0 or not suffix:
+        return ""
+    end = _line_end(suffix, 0)
+    used = count(suffix[:end])
+    if used > budget:  # the rest of the cursor's line alone is over budget
+        return _head_within(suffix[:end], count, budget)
+    # The first block: the cursor's line and the SNAP_LINES - 1 lines below it.
+    block_end = _lines_end(suffix, end, SNAP_LINES - 1)
+    cost = count(suffix[end:block_end]) if block_end > end else 0
+    if used + cost > budget:
+        while end < len(suffix):
+            nxt = _line_end(suffix, end)
+            cost = count(suffix[end:nxt])
+            if used + cost > budget:
+                break
+            used += cost
+            end = nxt
+        return suffix[:end]
+    used, end = used + cost, block_end
+    while end < len(suffix):
+        block_end = _lines_end(suffix, end, SNAP_LINES)
+        cost = count(suffix[end:block_end])
+        if used + cost > budget:
+            break
+        used, end = used + cost, block_end
+    return suffix[:end]
+
+
+def _line_end(text: str, start: int) -> int:
+    """The offset just after the line that begins at `start` (its newline included)."""
+    nl = text.find("\n", start)
+    return len(text) if nl < 0 else nl + 1
+
+
+def _lines_end(text: str, start: int, lines: int) -> int:
+    end = start
+    for _ in range(lines):
+        if end >= len(text):
+            break
+        end = _line_end(text, end)
+    return end
+
+
+def _tail_within(line: str, count: Count, budget: int) -> str:
+    """The longest end of `line` within budget, starting at a multiple of CHUNK_CHARS (so the
+    cut stays put while typing at the end), or at any character if no such end fits."""
+    if budget <= 0:
+        return ""
+    chunks = (len(line) - 1) // CHUNK_CHARS  # the last chunk edge before the end
+    lo, hi = 0, chunks + 1  # search the first fitting edge in [lo, hi); hi = "none fits"
     while lo < hi:
         mid = (lo + hi) // 2
-        if count(text[mid:]) <= budget:
+        if count(line[mid * CHUNK_CHARS :]) <= budget:
             hi = mid
         else:
             lo = mid + 1
-    return text[lo:]
+    if lo <= chunks:
+        return line[lo * CHUNK_CHARS :]
+    lo, hi = chunks * CHUNK_CHARS + 1, len(line)  # inside the last chunk, any character
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if count(line[mid:]) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    return line[lo:]
 
 
-def _head_that_fits(text: str, count: Callable[[str], int], budget: int) -> str:
-    lo, hi = 0, len(text)
+def _head_within(line: str, count: Count, budget: int) -> str:
+    """The longest start of `line` within budget, ending at a multiple of CHUNK_CHARS (or at
+    any character if not even the first chunk fits)."""
+    chunks = len(line) // CHUNK_CHARS
+    lo, hi = 0, chunks  # the last fitting edge in [lo, hi]; 0 chars always fit
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if count(text[:mid]) <= budget:
+        if count(line[: mid * CHUNK_CHARS]) <= budget:
             lo = mid
         else:
             hi = mid - 1
-    return text[:lo]
+    if lo > 0:
+        return line[: lo * CHUNK_CHARS]
+    lo, hi = 0, min(len(line), CHUNK_CHARS)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(line[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return line[:lo]
