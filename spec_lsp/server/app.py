@@ -7,8 +7,9 @@ import ipaddress
 import logging
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -22,33 +23,30 @@ from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
+CLIENT_TIMEOUT_S = 5.0  # how long to wait for the client's answer to our own requests
 
 
 class SpecLanguageServer(LanguageServer):
     def __init__(self, settings: Settings, engine: Engine) -> None:
         super().__init__("spec-lsp", __version__, protocol_cls=SpecProtocol)
         self.settings = settings
-        self.scheduler = Scheduler(engine)
-        self.scheduler.debounce_s = settings.debounce_ms / 1000
+        self.scheduler = Scheduler(engine, debounce_s=settings.debounce_ms / 1000)
         self.load_error: str | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
         log.error("protocol error from %s: %s", getattr(source, "__name__", source), error)
 
     def document_for(self, uri: str) -> TextDocument | None:
-        """The open document, or None (unknown documents get empty answers, not errors)."""
-        document = self.workspace.text_documents.get(uri)
+        """The open document to complete in, or None: unknown documents, documents over
+        maxDocumentChars and `enable: false` get empty answers, not errors."""
+        if not self.settings.enable:
+            return None
+        document = self.workspace.text_documents.get(unquote(uri))  # pygls keys them unquoted
         if document is None:
             log.info("request for a document that is not open: %s", uri)
-            return None
-        if len(document.source) > self.settings.max_document_chars:
-            log.info(
-                "%s is larger than maxDocumentChars (%d): no completions",
-                uri,
-                self.settings.max_document_chars,
-            )
+        elif len(document.source) > self.settings.max_document_chars:
+            log.info("%s is longer than maxDocumentChars: no completions", uri)
             return None
         return document
 
@@ -56,112 +54,131 @@ class SpecLanguageServer(LanguageServer):
         log.warning("%s", message)
         self.window_show_message(lsp.ShowMessageParams(type=kind, message=f"spec-lsp: {message}"))
 
-    async def apply_settings(self, changes: Mapping[str, Any]) -> None:
-        new, errors, unknown = config.merge(self.settings, changes)
+    # -- settings ----------------------------------------------------------------------------
+    def configure(self, changes: Mapping[str, Any], *, origin: str) -> bool:
+        """Take the valid settings in `changes`. Each invalid one is reported and keeps its
+        previous value; unknown keys are logged. Returns whether the settings changed."""
+        new, errors, unknown = merge_valid(self.settings, changes)
         for key in unknown:
-            log.warning("unknown setting %r ignored", key)
+            log.warning("unknown setting %r in %s ignored", key, origin)
         if errors:
-            self.tell("; ".join(errors) + ". The previous settings stay in force.")
-            return
-        old, self.settings = self.settings, new
+            self.tell(f"{'; '.join(errors)}. Keeping the previous value of each.")
+        changed, self.settings = new != self.settings, new
         self.scheduler.debounce_s = new.debounce_ms / 1000
-        if new != old:
-            await self._engine_call(lambda: self.scheduler.engine.update_settings(new), "loading")
+        return changed
 
-    async def load_models(self) -> None:
-        await self._engine_call(self._load_with_progress, "loading")
+    async def apply_settings(self, changes: Mapping[str, Any]) -> None:
+        if self.configure(changes, origin="workspace/didChangeConfiguration"):
+            await self.update_engine()
 
-    async def _engine_call(self, job: Any, _label: str) -> None:
-        self._loop = asyncio.get_running_loop()
+    async def pull_settings(self, section: str) -> Any:
+        """Ask a client that supports workspace/configuration for our section (None if not)."""
+        caps = self.client_capabilities.workspace
+        if not (caps and caps.configuration):
+            return None
+        items = [lsp.ConfigurationItem(section=section)]
         try:
-            await self.scheduler.run(job)
+            answer = await asyncio.wait_for(
+                self.workspace_configuration_async(lsp.ConfigurationParams(items=items)),
+                CLIENT_TIMEOUT_S,
+            )
+        except Exception as exc:  # the client failed or did not answer: nothing to apply
+            log.warning("workspace/configuration failed: %r", exc)
+            return None
+        return answer[0] if answer else None
+
+    # -- the engine: load and reload on the engine thread ------------------------------------
+    async def update_engine(self) -> None:
+        """Load the models (showing $/progress when the client supports it), or hand the engine
+        new settings. A failure is shown once; the server keeps answering, empty."""
+        settings, engine = self.settings, self.scheduler.engine
+        token = None if engine.ready else await self._begin_progress("loading models")
+        report = self._reporter(token)
+        try:
+            await self.scheduler.run(lambda: self._load_or_update(settings, report))
             self.load_error = None
         except EngineError as exc:
             self.load_error = str(exc)
             self.tell(str(exc), lsp.MessageType.Error)
+        finally:
+            if token is not None:
+                done = lsp.WorkDoneProgressEnd(message="ready" if engine.ready else "failed")
+                self.work_done_progress.end(token, done)
 
-    def _on_loop(self, function: Any, *args: Any) -> None:
-        """pygls is not thread-safe: the engine thread hands protocol writes to the event loop."""
-        if self._loop is not None:
-            self._loop.call_soon_threadsafe(function, *args)
-
-    def _load_with_progress(self) -> None:
-        """Runs on the engine thread."""
+    def _load_or_update(self, settings: Settings, report: Callable[[str], None]) -> None:
+        """On the engine thread."""
         engine = self.scheduler.engine
-        engine.settings = self.settings
-        token = str(uuid.uuid4())
-        progress = self._progress_supported()
-        if progress:
-            self._on_loop(self.work_done_progress.create, token)
-            self._on_loop(
-                self.work_done_progress.begin,
-                token,
-                lsp.WorkDoneProgressBegin(title="spec-lsp", message="loading models"),
-            )
-
-        def report(message: str) -> None:
-            if progress:
-                self._on_loop(
-                    self.work_done_progress.report,
-                    token,
-                    lsp.WorkDoneProgressReport(message=message),
-                )
-
-        try:
+        if engine.ready:
+            engine.update_settings(settings)  # reloads only when the model settings changed
+        else:
+            engine.settings = settings
             engine.load(progress=report)
-            if (
-                self.settings.draft_policy == "adaptive"
-                and self.settings.drafter != "none"
-                and engine.profile is None
-            ):
+        if settings.draft_policy == "adaptive" and settings.drafter != "none":
+            if engine.profile is None:
                 report("measuring this machine's costs")
                 engine.ensure_profile()
-        finally:
-            if progress:
-                self._on_loop(
-                    self.work_done_progress.end,
-                    token,
-                    lsp.WorkDoneProgressEnd(message="ready" if engine.ready else "failed"),
-                )
 
-    def _progress_supported(self) -> bool:
-        caps = self.client_capabilities
-        return bool(caps and caps.window and caps.window.work_done_progress)
+    async def _begin_progress(self, message: str) -> str | None:
+        caps = self.client_capabilities.window
+        if not (caps and caps.work_done_progress):
+            return None
+        token = str(uuid.uuid4())
+        try:  # progress may be reported only once the client has accepted the token
+            await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_TIMEOUT_S)
+        except Exception as exc:
+            log.info("no progress reports: window/workDoneProgress/create failed: %r", exc)
+            return None
+        begin = lsp.WorkDoneProgressBegin(title="spec-lsp", message=message)
+        self.work_done_progress.begin(token, begin)
+        return token
+
+    def _reporter(self, token: str | None) -> Callable[[str], None]:
+        """A progress callback for the engine thread (pygls is not thread-safe: the writes are
+        handed to the event loop)."""
+        loop = asyncio.get_running_loop()
+
+        def report(message: str) -> None:
+            log.info("%s", message)
+            if token is not None:
+                value = lsp.WorkDoneProgressReport(message=message)
+                loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
+
+        return report
+
+
+def merge_valid(
+    base: Settings, changes: Mapping[str, Any]
+) -> tuple[Settings, list[str], list[str]]:
+    """config.merge, except that the valid changes apply even when others are invalid."""
+    new, errors, unknown = config.merge(base, changes)
+    if errors:
+        valid = {k: v for k, v in changes.items() if not config.merge(base, {k: v})[1]}
+        new = config.merge(base, valid)[0]
+    return new, errors, unknown
 
 
 def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
     server = SpecLanguageServer(settings, engine)
-    server.feature(lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.InlineCompletionOptions())(
-        handlers.inline_completion
-    )
-    server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[]))(
-        handlers.completion
-    )
-    server.feature(lsp.INITIALIZED)(handlers.initialized)
-    server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)(handlers.did_change_configuration)
-    server.feature(handlers.STATS_METHOD)(handlers.stats)
-    server.feature(lsp.SHUTDOWN)(handlers.shutdown)
-
-    @server.feature(lsp.INITIALIZE)
-    def _initialize(ls: SpecLanguageServer, params: lsp.InitializeParams) -> None:
-        options = params.initialization_options
-        if isinstance(options, dict):
-            nested = options.get("specLsp")
-            new, errors, unknown = config.merge(
-                ls.settings, nested if isinstance(nested, dict) else options
-            )
-            for key in unknown:
-                log.warning("unknown initialization option %r ignored", key)
-            if errors:
-                ls.tell("; ".join(errors) + ". Using the defaults for those settings.")
-            else:
-                ls.settings = new
-                ls.scheduler.debounce_s = new.debounce_ms / 1000
-
+    features: list[tuple[str, Any, Callable[..., Any]]] = [
+        (lsp.INITIALIZE, None, handlers.initialize),
+        (lsp.INITIALIZED, None, handlers.initialized),
+        (
+            lsp.TEXT_DOCUMENT_INLINE_COMPLETION,
+            lsp.InlineCompletionOptions(),
+            handlers.inline_completion,
+        ),
+        (lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(), handlers.completion),
+        (lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, None, handlers.did_change_configuration),
+        (handlers.STATS_METHOD, None, handlers.stats),
+        (lsp.SHUTDOWN, None, handlers.shutdown),
+    ]
+    for method, options, handler in features:
+        server.feature(method, options)(handler)
     return server
 
 
 def setup_logging(log_file: str | None, level: str) -> None:
+    """Logs go to stderr or a file, never stdout: stdout carries the protocol."""
     handler: logging.Handler = (
         logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
     )
@@ -185,20 +202,19 @@ def serve(
     server = build_server(settings, build_engine(settings, backend=backend))
     try:
         if tcp:
-            if not _is_loopback(host):
+            if not is_loopback(host):
                 log.warning(
-                    "listening on %s: anyone who can reach this address can use the server", host
+                    "listening on %s:%d: anyone who can reach it can use the server", host, port
                 )
             server.start_tcp(host, port)
         else:
             server.start_io()
     finally:
-        server.scheduler.close()
-        server.scheduler.engine.close()
+        server.scheduler.join()  # the engine closes on its own thread, after the current round
     return 0
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:

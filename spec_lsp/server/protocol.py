@@ -1,18 +1,64 @@
-"""pygls' protocol, with one fix: a request whose params do not deserialize gets an answer.
+"""pygls' protocol with two fixes, both pinned by end-to-end tests.
 
-pygls logs the error and shows "Error in server" but never answers the request, so the client
-waits forever. Here the request gets the JSON-RPC InvalidParams error it is owed.
+1. A request whose params do not deserialize gets an answer. pygls logs the error and shows
+   "Error in server" but never answers the request, so the client would wait forever.
+2. Documents split lines where LSP does: at \\n, \\r\\n and \\r only. pygls uses
+   `str.splitlines`, which also breaks at form feeds, \\x0b, \\x1c-\\x1e, \\x85, U+2028 and
+   U+2029, so in a file holding one of them (a ^L page break, say) every later position lands
+   on the wrong line and incremental edits corrupt the document.
 """
 
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Generator, Sequence
 from typing import Any
 
+from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.workspace import TextDocument, Workspace
 
 log = logging.getLogger(__name__)
+
+# Characters str.splitlines breaks at that LSP does not treat as line ends.
+_NOT_LSP_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def lsp_lines(text: str) -> tuple[str, ...]:
+    """The lines of `text` as LSP counts them, each with its line ending."""
+    if _NOT_LSP_BREAKS.search(text) is None:
+        return tuple(text.splitlines(True))  # the same split, at C speed
+    return tuple(_LSP_LINE.findall(text))
+
+
+class LspTextDocument(TextDocument):
+    @property
+    def lines(self) -> Sequence[str]:
+        return lsp_lines(self.source)
+
+
+class LspWorkspace(Workspace):
+    """pygls' workspace whose documents are LspTextDocuments (it adds no state of its own)."""
+
+    def _create_text_document(
+        self,
+        doc_uri: str,
+        source: str | None = None,
+        version: int | None = None,
+        language_id: str | None = None,
+    ) -> TextDocument:
+        return LspTextDocument(
+            doc_uri,
+            source=source,
+            version=version,
+            language_id=language_id,
+            sync_kind=self._sync_kind,
+            position_codec=self.position_codec,
+        )
 
 
 class SpecProtocol(LanguageServerProtocol):
@@ -28,3 +74,23 @@ class SpecProtocol(LanguageServerProtocol):
                 )
                 self._send_response(data["id"], error=error.to_response_error())
             raise
+
+    @lsp_method(lsp.INITIALIZE)
+    def lsp_initialize(self, params: lsp.InitializeParams) -> Generator[Any, Any, Any]:
+        """pygls' initialize, with the workspace it creates (still empty) made an LspWorkspace
+        before anything can open a document in it."""
+        steps = super().lsp_initialize(params)
+        sent: Any = None
+        while True:
+            try:
+                step = steps.send(sent)
+            except StopIteration as done:
+                self._adopt_workspace()
+                return done.value
+            self._adopt_workspace()
+            sent = yield step
+
+    def _adopt_workspace(self) -> None:
+        workspace = self._workspace
+        if workspace is not None and not isinstance(workspace, LspWorkspace):
+            workspace.__class__ = LspWorkspace

@@ -1,8 +1,15 @@
 """One worker thread runs the engine; the newest request per document wins.
 
-Every request gets exactly one answer: a completion, None (superseded, not ready, cancelled),
-or the cancellation of its asyncio task (`$/cancelRequest`), which fires its CancelToken so the
-decode loop stops at the next round. The event loop never waits on the engine: initialize,
+Every request gets exactly one answer:
+- a completion (possibly empty), computed on the worker or taken from the typed-through cache;
+- an empty answer when the model is not ready, or when a newer request for the same document
+  supersedes it (it is the editor's keystroke, not a cancellation: the editor did not ask);
+- pygls' RequestCancelled error after `$/cancelRequest`, which cancels the handler's task; the
+  task's CancelToken fires too, so a decode already running stops at its next round. (pygls
+  also cancels every pending request at `shutdown`.)
+
+At most one request per document waits for the worker: a newer one answers the waiting one
+empty at once, without running it. The event loop never waits on the engine, so initialize,
 didChange and shutdown are handled while a generation runs.
 """
 
@@ -10,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import statistics
+import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -28,22 +35,24 @@ from spec_lsp.engine import (
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+Outcome = tuple[Completion | None, str]  # the answer and what happened: served, empty, ...
+Job = tuple["asyncio.Future[Completion | None]", CancelToken]  # a generation on the worker
 
 
 class Scheduler:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, debounce_s: float = 0.0) -> None:
         self.engine = engine
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spec-lsp-engine")
-        self._latest: dict[str, CancelToken] = {}
-        self._running: dict[str, asyncio.Future[Completion | None]] = {}
-        self._background = CancelToken()
-        self.latencies: deque[float] = deque(maxlen=1000)
-        self.counts: Counter[str] = Counter()
-        self.debounce_s = 0.0
+        self.debounce_s = debounce_s
         self.closed = False
+        self.counts: Counter[str] = Counter()
+        self.latencies: deque[float] = deque(maxlen=1000)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spec-lsp-engine")
+        self._live: dict[str, list[CancelToken]] = {}  # per document: requests not yet answered
+        self._jobs: dict[str, Job] = {}  # per document: its generation on the worker
+        self._background = CancelToken()
 
     async def run(self, job: Callable[[], T]) -> T:
-        """Run any engine call (load, settings) on the worker thread."""
+        """Run any other engine call (load, settings) on the worker thread, in order."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, job)
 
     async def complete(self, request: CompletionRequest) -> Completion | None:
@@ -51,46 +60,80 @@ class Scheduler:
         self.counts["requests"] += 1
         self._background.cancel("keystroke")
         try:
-            result = await self._complete(request)
+            result, outcome = await self._complete(request)
         except asyncio.CancelledError:
             self.counts["cancelled"] += 1
             raise
-        self.counts["served" if result and result.text else "empty"] += 1
-        self.latencies.append(time.perf_counter() - started)
+        self.counts[outcome] += 1
+        if outcome not in ("not_ready", "superseded"):  # latency of the answers that count
+            self.latencies.append(time.perf_counter() - started)
         return result
 
-    async def _complete(self, request: CompletionRequest) -> Completion | None:
-        if not self.engine.ready or self.closed:
-            return None
-        cached = self.engine.peek(request)  # typed-through: answered on the event loop, at once
+    async def _complete(self, request: CompletionRequest) -> Outcome:
+        if self.closed or not self.engine.ready:
+            return None, "not_ready"
+        cached = self.engine.peek(request)  # typed through a suggestion: answered at once
         if cached is not None:
-            return cached
+            return cached, "typed_through"
         document = request.document_id
-        running = self._running.get(document)
-        if running is not None and not running.done() and self.engine.extends_in_flight(request):
-            await asyncio.shield(running)  # let it finish: its result answers this request
+        running = self._jobs.get(document)
+        if running is not None and (
+            running[0].done() or not self.engine.extends_in_flight(request)
+        ):
+            running = None  # nothing to keep: the running generation is no use to this request
+        self._supersede(document, keep=running)
+        token = CancelToken()
+        live = self._live.setdefault(document, [])
+        live.append(token)
+        try:
+            return await self._answer(request, token, running)
+        finally:
+            live.remove(token)
+            if not live and self._live.get(document) is live:
+                del self._live[document]
+
+    async def _answer(
+        self, request: CompletionRequest, token: CancelToken, running: Job | None
+    ) -> Outcome:
+        if running is not None:  # the running generation already typed what this one typed
+            await _wait_unless_superseded(running[0])
             cached = self.engine.peek(request)
             if cached is not None:
-                return cached
-        previous = self._latest.get(document)
-        if previous is not None:
-            previous.cancel("superseded by a newer request")
-        token = self._latest[document] = CancelToken()
+                return cached, "typed_through"
         if self.debounce_s:
             await asyncio.sleep(self.debounce_s)
         if token.cancelled:
-            return None
-        future = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._work, request, token
-        )
-        self._running[document] = future
+            return None, "superseded"
+        document = request.document_id
+        job = asyncio.get_running_loop().run_in_executor(self._executor, self._work, request, token)
+        self._jobs[document] = (job, token)
         try:
-            return await asyncio.shield(future)
+            result = await asyncio.shield(job)
         except asyncio.CancelledError:
+            if job.cancelled():  # a newer request took its place
+                return None, "superseded"
             token.cancel("$/cancelRequest")
             raise
+        finally:
+            if self._jobs.get(document, (None,))[0] is job:
+                del self._jobs[document]
+        if result is None and token.cancelled:
+            return None, "superseded"
+        return result, "served" if result is not None and result.text else "empty"
+
+    def _supersede(self, document: str, *, keep: Job | None) -> None:
+        """Older requests for the document answer empty now; their generation stops at its next
+        round, or never starts. `keep` is a running job whose output the new request can use."""
+        for older in self._live.get(document, ()):
+            if keep is None or older is not keep[1]:
+                older.cancel("superseded by a newer request")
+        job = self._jobs.get(document)
+        if job is not None and job is not keep:
+            job[1].cancel("superseded by a newer request")
+            job[0].cancel()
 
     def _work(self, request: CompletionRequest, token: CancelToken) -> Completion | None:
+        """On the worker thread."""
         if token.cancelled:
             return None
         try:
@@ -100,11 +143,16 @@ class Scheduler:
         except EngineError as exc:
             log.warning("completion failed: %s", exc)
             return None
+        except Exception:  # a bug: log it, answer empty, keep serving
+            log.exception("completion crashed for %s", request.document_id)
+            self.counts["errors"] += 1
+            return None
 
     def precompute(self, request: CompletionRequest, shown: Completion) -> None:
-        """After answering, spend idle time on the suggestion that follows (any keystroke cancels)."""
+        """Idle time: compute the suggestion that follows the one shown (any request cancels)."""
         if self.closed or not shown.text:
             return
+        self._background.cancel("a newer suggestion")
         token = self._background = CancelToken()
 
         def job() -> None:
@@ -114,26 +162,54 @@ class Scheduler:
                 self.engine.precompute(request, shown, token)
             except (Cancelled, EngineError):
                 pass
+            except Exception:
+                log.exception("precompute crashed")
 
         self._executor.submit(job)
 
     def stats(self) -> dict[str, Any]:
+        """Request counts by outcome (requests = served + empty + typed_through + superseded +
+        not_ready + cancelled; errors counts engine crashes, answered empty) and the latency
+        of the answers that count (not the not-ready or superseded ones)."""
         latencies = sorted(self.latencies)
-        p = (
-            (lambda q: round(latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000, 1))
-            if latencies
-            else (lambda q: None)
-        )
         return {
             "server_requests": dict(self.counts),
-            "latency_ms_p50": round(statistics.median(latencies) * 1000, 1) if latencies else None,
-            "latency_ms_p95": p(0.95),
+            "latency_ms_p50": percentile_ms(latencies, 0.50),
+            "latency_ms_p95": percentile_ms(latencies, 0.95),
         }
 
     def close(self) -> None:
-        """Cancel everything and let the worker finish its current round."""
+        """Cancel everything; the worker finishes its current round, then closes the engine."""
+        if self.closed:
+            return
         self.closed = True
         self._background.cancel("shutdown")
-        for token in self._latest.values():
+        for live in self._live.values():
+            for token in live:
+                token.cancel("shutdown")
+        for _, token in self._jobs.values():
             token.cancel("shutdown")
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._executor.submit(self.engine.close)
+        self._executor.shutdown(wait=False)
+
+    def join(self) -> None:
+        """Wait until the worker has stopped and the engine is closed."""
+        self.close()
+        self._executor.shutdown(wait=True)
+
+
+def percentile_ms(sorted_seconds: list[float], q: float) -> float | None:
+    """Nearest-rank percentile in milliseconds (None without data)."""
+    if not sorted_seconds:
+        return None
+    rank = min(len(sorted_seconds), max(1, math.ceil(q * len(sorted_seconds)))) - 1
+    return round(sorted_seconds[rank] * 1000, 1)
+
+
+async def _wait_unless_superseded(job: asyncio.Future[Any]) -> None:
+    """Wait for `job`; if a newer request cancels it meanwhile, just stop waiting."""
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        if not job.cancelled():
+            raise  # this request's own task was cancelled ($/cancelRequest)

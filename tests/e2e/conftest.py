@@ -1,42 +1,61 @@
-"""pytest-lsp fixtures: the real server as a subprocess over stdio, with the fake backend."""
+"""pytest-lsp fixtures and helpers: the real server as a subprocess over stdio, fake backend.
+
+The fake backend continues text from a small built-in corpus (`def fo` -> `o(x):` ...);
+SPEC_LSP_FAKE_DELAY_MS slows each model pass (to catch generations in flight) and
+SPEC_LSP_FAKE_LOAD_DELAY_MS slows the model load.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
+from typing import Any
 
 import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-SERVER = [
-    sys.executable,
-    "-m",
-    "spec_lsp.cli",
-    "serve",
-    "--backend",
-    "fake",
-    "--log-level",
-    "DEBUG",
-]
-CAPABILITIES = lsp.ClientCapabilities(
-    text_document=lsp.TextDocumentClientCapabilities(
-        inline_completion=lsp.InlineCompletionClientCapabilities(),
-        synchronization=lsp.TextDocumentSyncClientCapabilities(),
-    ),
-    window=lsp.WindowClientCapabilities(
-        work_done_progress=True, show_message=lsp.ShowMessageRequestClientCapabilities()
-    ),
-)
+SERVER = [sys.executable, "-m", "spec_lsp.cli", "serve", "--backend", "fake"]
+SERVER_DEBUG = [*SERVER, "--log-level", "DEBUG"]
+URI = "file:///work/demo.py"
+AUTOMATIC = lsp.InlineCompletionTriggerKind.Automatic
+INVOKED = lsp.InlineCompletionTriggerKind.Invoked
 
 
-def server_config(**env: str) -> ClientServerConfig:
-    return ClientServerConfig(server_command=SERVER, server_env={**os.environ, **env})
+def capabilities(*, encodings: list[str] | None = None) -> lsp.ClientCapabilities:
+    """What an editor with inline completion announces (the capability is ours to add)."""
+    return lsp.ClientCapabilities(
+        general=lsp.GeneralClientCapabilities(position_encodings=encodings) if encodings else None,
+        workspace=lsp.WorkspaceClientCapabilities(configuration=True),
+        text_document=lsp.TextDocumentClientCapabilities(
+            inline_completion=lsp.InlineCompletionClientCapabilities(),
+            synchronization=lsp.TextDocumentSyncClientCapabilities(),
+            completion=lsp.CompletionClientCapabilities(
+                completion_item=lsp.ClientCompletionItemOptions(
+                    documentation_format=[lsp.MarkupKind.PlainText]
+                )
+            ),
+        ),
+        window=lsp.WindowClientCapabilities(
+            work_done_progress=True, show_message=lsp.ShowMessageRequestClientCapabilities()
+        ),
+    )
 
 
-async def start(client: LanguageClient, options: dict | None = None) -> lsp.InitializeResult:
+def server_config(*args: str, **env: str) -> ClientServerConfig:
+    return ClientServerConfig(
+        server_command=[*SERVER_DEBUG, *args], server_env={**os.environ, **env}
+    )
+
+
+async def start(
+    client: LanguageClient, options: dict | None = None, caps: lsp.ClientCapabilities | None = None
+) -> lsp.InitializeResult:
     result = await client.initialize_session(
-        lsp.InitializeParams(capabilities=CAPABILITIES, initialization_options=options or {})
+        lsp.InitializeParams(
+            capabilities=caps or capabilities(), initialization_options=options or {}
+        )
     )
     client.init_result = result  # type: ignore[attr-defined]
     return result
@@ -49,8 +68,89 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-@pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="300"))
+@pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="150"))
 async def slow_client(lsp_client: LanguageClient):
+    """Each model pass takes 150 ms: generations last long enough to be caught in flight."""
     await start(lsp_client)
+    await wait_ready(lsp_client)
     yield
     await lsp_client.shutdown_session()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def open_doc(client: LanguageClient, text: str, uri: str = URI, version: int = 1) -> None:
+    client.text_document_did_open(
+        lsp.DidOpenTextDocumentParams(
+            lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+
+
+def edit(
+    client: LanguageClient,
+    start: tuple[int, int],
+    end: tuple[int, int],
+    text: str,
+    *,
+    version: int,
+    uri: str = URI,
+) -> None:
+    """One incremental change: replace start..end (line, character) with `text`."""
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(*start), lsp.Position(*end)), text=text
+                )
+            ],
+        )
+    )
+
+
+def params(
+    line: int,
+    character: int,
+    uri: str = URI,
+    kind: lsp.InlineCompletionTriggerKind = AUTOMATIC,
+    selected: lsp.SelectedCompletionInfo | None = None,
+) -> lsp.InlineCompletionParams:
+    return lsp.InlineCompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        position=lsp.Position(line=line, character=character),
+        context=lsp.InlineCompletionContext(trigger_kind=kind, selected_completion_info=selected),
+    )
+
+
+def inline(client: LanguageClient, line: int, character: int, **kw: Any):
+    return client.text_document_inline_completion_async(params(line, character, **kw))
+
+
+def send_inline(client: LanguageClient, msg_id: str, line: int, character: int, **kw: Any):
+    """A request with an id of our choosing (to cancel it), as a task."""
+    return asyncio.ensure_future(
+        client.protocol.send_request_async(
+            lsp.TEXT_DOCUMENT_INLINE_COMPLETION, params(line, character, **kw), msg_id=msg_id
+        )
+    )
+
+
+async def stats(client: LanguageClient) -> Any:
+    return await client.protocol.send_request_async("specLsp/stats", None)
+
+
+async def wait_ready(client: LanguageClient, timeout: float = 20.0) -> None:
+    """The model loads in the background after `initialized`: wait until it has."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not (await stats(client)).ready:
+        assert loop.time() < deadline, "the model never became ready"
+        await asyncio.sleep(0.02)
+
+
+async def ready_inline(client: LanguageClient, line: int, character: int, **kw: Any):
+    """A completion once the model is ready (requests before that are answered empty)."""
+    await wait_ready(client)
+    result = await inline(client, line, character, **kw)
+    assert result is not None and result.items, "no completion"
+    return result

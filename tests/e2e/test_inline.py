@@ -1,174 +1,174 @@
-"""End-to-end over stdio with the fake backend: what an editor sees."""
+"""What an editor sees, over stdio with the fake backend: completions, ranges, positions.
+
+One server serves this whole module (each test uses its own documents), which keeps it fast.
+"""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
+import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-URI = "file:///work/demo.py"
-
-
-def open_doc(client: LanguageClient, text: str, uri: str = URI, version: int = 1) -> None:
-    client.text_document_did_open(
-        lsp.DidOpenTextDocumentParams(
-            lsp.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
-        )
-    )
-
-
-def inline(
-    client: LanguageClient,
-    line: int,
-    character: int,
-    uri: str = URI,
-    kind=lsp.InlineCompletionTriggerKind.Automatic,
-    selected=None,
-):
-    return client.text_document_inline_completion_async(
-        lsp.InlineCompletionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=uri),
-            position=lsp.Position(line=line, character=character),
-            context=lsp.InlineCompletionContext(
-                trigger_kind=kind, selected_completion_info=selected
-            ),
-        )
-    )
-
-
-async def ready_inline(client: LanguageClient, line: int, character: int, **kw):
-    """The model loads in the background: ask until it answers (like an editor would)."""
-    for _ in range(100):
-        result = await inline(client, line, character, **kw)
-        if result and result.items:
-            return result
-        await asyncio.sleep(0.05)
-    raise AssertionError("no completion")
-
-
-@pytest.mark.parametrize(
-    "kind", [lsp.InlineCompletionTriggerKind.Automatic, lsp.InlineCompletionTriggerKind.Invoked]
+from tests.e2e.conftest import (
+    AUTOMATIC,
+    INVOKED,
+    edit,
+    inline,
+    open_doc,
+    ready_inline,
+    server_config,
+    start,
+    stats,
+    wait_ready,
 )
-async def test_inline_completion_has_text_and_range(client: LanguageClient, kind):
-    open_doc(client, "import os\n\ndef fo\n")
-    result = await ready_inline(client, 2, 6, kind=kind)
-    item = result.items[0]
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@pytest_lsp.fixture(config=server_config(), scope="module")
+async def client(lsp_client: LanguageClient):
+    await start(lsp_client)
+    await wait_ready(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_server_advertises_inline_completion(client: LanguageClient):
+    caps = client.init_result.capabilities  # type: ignore[attr-defined]
+    assert caps.inline_completion_provider is not None
+    assert caps.completion_provider is not None
+    assert caps.text_document_sync.change == lsp.TextDocumentSyncKind.Incremental
+    assert caps.position_encoding in (None, lsp.PositionEncodingKind.Utf16)
+
+
+@pytest.mark.parametrize("kind", [AUTOMATIC, INVOKED])
+async def test_both_trigger_kinds_get_an_item_with_an_explicit_range(client, kind):
+    uri = f"file:///work/trigger{kind.value}.py"
+    open_doc(client, "import os\n\ndef fo\n", uri=uri)
+    item = (await inline(client, 2, 6, uri=uri, kind=kind)).items[0]
     assert item.insert_text.startswith("o(x):")
     assert item.range == lsp.Range(lsp.Position(2, 6), lsp.Position(2, 6))
 
 
-async def test_server_advertises_inline_completion(client: LanguageClient):
-    caps = client.init_result.capabilities
-    assert caps.inline_completion_provider is not None
-    assert caps.completion_provider is not None
-    assert caps.text_document_sync.change == lsp.TextDocumentSyncKind.Incremental
-
-
-async def test_utf16_positions_with_emoji_and_cjk(client: LanguageClient):
-    text = "s = '😀漢字'; def fo\n"
-    open_doc(client, text)
-    character = len(text.rstrip("\n").encode("utf-16-le")) // 2  # UTF-16 units
-    result = await ready_inline(client, 0, character)
-    assert result.items[0].insert_text.startswith("o(x):")
-    assert result.items[0].range.start == lsp.Position(0, character)
-
-
-async def test_crlf_document(client: LanguageClient):
-    open_doc(client, "import os\r\n\r\ndef fo\r\n")
-    result = await ready_inline(client, 2, 6)
-    assert result.items[0].insert_text.startswith("o(x):")
-    assert "\r" not in result.items[0].insert_text.split("\n")[0]
-
-
-async def test_incremental_edits_then_typed_through(client: LanguageClient):
-    open_doc(client, "import os\n\ndef f\n")
-    client.text_document_did_change(
-        lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(uri=URI, version=2),
-            [
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(lsp.Position(2, 5), lsp.Position(2, 5)), text="o"
-                )
-            ],
-        )
-    )
-    first = (await ready_inline(client, 2, 6)).items[0]
+async def test_utf16_positions_after_emoji_and_cjk(client: LanguageClient):
+    uri = "file:///work/utf16.py"
+    line = "s = '😀漢字🎉'; def f"
+    open_doc(client, f"# 🐍🐍 header\n{line}\n", uri=uri)
+    end = utf16(line)  # 2 units per emoji, 1 per CJK character
+    edit(client, (1, end), (1, end), "o", version=2, uri=uri)
+    first = (await inline(client, 1, end + 1, uri=uri)).items[0]
     assert first.insert_text.startswith("o(x):")
-    client.text_document_did_change(
-        lsp.DidChangeTextDocumentParams(
-            lsp.VersionedTextDocumentIdentifier(uri=URI, version=3),
-            [
-                lsp.TextDocumentContentChangePartial(
-                    range=lsp.Range(lsp.Position(2, 6), lsp.Position(2, 6)), text="o("
-                )
-            ],
-        )
-    )
-    second = (await inline(client, 2, 8)).items[0]
-    # typed through the suggestion: the item re-covers what was typed, answered from the cache
-    assert second.range == lsp.Range(lsp.Position(2, 6), lsp.Position(2, 8))
-    assert second.insert_text == first.insert_text
+    assert first.range.start == lsp.Position(1, end + 1)
+    edit(client, (1, end + 1), (1, end + 1), "o(", version=3, uri=uri)
+    second = (await inline(client, 1, end + 3, uri=uri)).items[0]
+    assert second.range == lsp.Range(lsp.Position(1, end + 1), lsp.Position(1, end + 3))
+    assert second.insert_text == first.insert_text  # typed through: the same suggestion
+
+
+async def test_crlf_document_and_an_incremental_edit_in_it(client: LanguageClient):
+    uri = "file:///work/crlf.py"
+    open_doc(client, "import os\r\n\r\ndef fo\r\n", uri=uri)
+    item = (await inline(client, 2, 6, uri=uri)).items[0]
+    assert item.insert_text.startswith("o(x):") and "\r" not in item.insert_text
+    edit(client, (0, 9), (0, 9), "\r\nimport sys", version=2, uri=uri)  # line 2 moves to 3
+    item = (await inline(client, 3, 6, uri=uri)).items[0]
+    assert item.insert_text.startswith("o(x):")
+    assert item.range.start == lsp.Position(3, 6)
+
+
+async def test_typing_a_newline_into_a_suggestion_keeps_the_rest_on_one_line(client):
+    """Accept `o(x):`, press Enter: the next line's suggestion (computed ahead while idle) is
+    typed through by the newline and indentation, and its range stays on the cursor's line."""
+    uri = "file:///work/enter.py"
+    open_doc(client, "def fo\n", uri=uri)
+    before = getattr((await stats(client)).cache_hits, "precompute", 0)
+    assert (await inline(client, 0, 6, uri=uri)).items[0].insert_text == "o(x):"
+    for _ in range(250):  # the suggestion after the shown one is computed in the background
+        if getattr((await stats(client)).cache_hits, "precompute", 0) > before:
+            break
+        await asyncio.sleep(0.02)
+    edit(client, (0, 6), (0, 6), "o(x):", version=2, uri=uri)
+    edit(client, (0, 11), (0, 11), "\n    ", version=3, uri=uri)
+    item = (await inline(client, 1, 4, uri=uri)).items[0]
+    assert item.range == lsp.Range(lsp.Position(1, 0), lsp.Position(1, 4))
+    assert item.insert_text == "    return x * 2"
+
+
+async def test_lines_break_only_where_lsp_says(client: LanguageClient):
+    """A form feed, U+2028 and U+0085 are not line ends in LSP (Python's splitlines says so)."""
+    uri = "file:///work/formfeed.py"
+    open_doc(client, "import os\n\x0c\nx = 'a\u2028b\x85c'\ndef f\n", uri=uri)
+    edit(client, (3, 5), (3, 5), "o", version=2, uri=uri)
+    first = (await inline(client, 3, 6, uri=uri)).items[0]
+    assert first.insert_text.startswith("o(x):")
+    edit(client, (3, 6), (3, 6), "o(", version=3, uri=uri)
+    second = (await inline(client, 3, 8, uri=uri)).items[0]
+    assert second.range == lsp.Range(lsp.Position(3, 6), lsp.Position(3, 8))
+
+
+async def test_percent_encoded_uris(client: LanguageClient):
+    uri = "file:///work/my%20project/caf%C3%A9.py"
+    open_doc(client, "def fo\n", uri=uri)
+    assert (await inline(client, 0, 6, uri=uri)).items[0].insert_text.startswith("o(x):")
 
 
 async def test_empty_result_is_an_empty_list(client: LanguageClient):
-    open_doc(client, "def fo\n", uri="file:///work/warm.py")
-    await ready_inline(client, 0, 6, uri="file:///work/warm.py")  # the model is ready
-    open_doc(client, "zzzz qqqq")
-    result = await inline(client, 0, 9)
+    open_doc(client, "zzzz qqqq", uri="file:///work/nothing.py")
+    result = await inline(client, 0, 9, uri="file:///work/nothing.py")
     assert result is not None and len(result.items) == 0
 
 
-async def test_unknown_document_and_positions_past_the_end(client: LanguageClient):
-    result = await inline(client, 0, 0, uri="file:///never/opened.py")
-    assert len(result.items) == 0
-    open_doc(client, "def fo\n")
-    result = await ready_inline(client, 0, 500)  # clamps to the end of the line
-    assert result.items[0].insert_text.startswith("o(x):")
-    result = await inline(client, 99, 0)
-    assert result is not None
+async def test_unknown_documents_and_positions_past_the_end(client: LanguageClient):
+    assert len((await inline(client, 0, 0, uri="file:///never/opened.py")).items) == 0
+    uri = "file:///work/past.py"
+    open_doc(client, "def fo", uri=uri)  # no final newline
+    item = (await inline(client, 0, 500, uri=uri)).items[0]
+    assert item.insert_text.startswith("o(x):")  # the end of the line, as LSP says
+    assert item.range.start == lsp.Position(0, 6)
+    item = (await inline(client, 99, 0, uri=uri)).items[0]  # the end of the text
+    assert item.range.start == lsp.Position(0, 6)
 
 
-async def test_completion_fallback(client: LanguageClient):
-    open_doc(client, "def fo\n")
-    await ready_inline(client, 0, 6)
+async def test_completion_fallback_is_one_item_with_a_text_edit(client: LanguageClient):
+    uri = "file:///work/fallback.py"
+    open_doc(client, "def fo\n", uri=uri)
     result = await client.text_document_completion_async(
         lsp.CompletionParams(
-            text_document=lsp.TextDocumentIdentifier(uri=URI), position=lsp.Position(0, 6)
+            text_document=lsp.TextDocumentIdentifier(uri=uri), position=lsp.Position(0, 6)
         )
     )
+    assert result.is_incomplete and len(result.items) == 1
     item = result.items[0]
     assert item.text_edit.new_text.startswith("o(x):")
-    assert item.text_edit.range.end == lsp.Position(0, 6)
+    assert item.text_edit.range == lsp.Range(lsp.Position(0, 6), lsp.Position(0, 6))
+    assert item.label == item.text_edit.new_text.splitlines()[0]
 
 
-async def test_selected_completion_info(client: LanguageClient):
-    open_doc(client, "x = gre\n")
-    await ready_inline(client, 0, 7)
-    selected = lsp.SelectedCompletionInfo(
-        range=lsp.Range(lsp.Position(0, 4), lsp.Position(0, 7)), text="greet"
+async def test_selected_completion_info_completes_after_the_selected_item(client):
+    uri = "file:///work/selected.py"
+    open_doc(client, "def gr\n", uri=uri)
+    chosen = lsp.Range(lsp.Position(0, 4), lsp.Position(0, 6))
+    selected = lsp.SelectedCompletionInfo(range=chosen, text="greet")
+    item = (await inline(client, 0, 6, uri=uri, selected=selected)).items[0]
+    assert item.range == chosen  # covers what the selected item replaces
+    assert item.insert_text.startswith("greet(name):")
+    elsewhere = lsp.SelectedCompletionInfo(
+        range=lsp.Range(lsp.Position(1, 0), lsp.Position(1, 2)), text="zz"
     )
-    # "def greet(" is in the corpus; completing after "x = greet" uses the selected item's text
-    open_doc(client, "def gre\n", uri="file:///work/b.py")
-    result = await ready_inline(
-        client,
-        0,
-        7,
-        uri="file:///work/b.py",
-        selected=lsp.SelectedCompletionInfo(
-            range=lsp.Range(lsp.Position(0, 4), lsp.Position(0, 7)), text="greet"
-        ),
-    )
-    item = result.items[0]
-    assert item.range.start == lsp.Position(0, 4) and item.insert_text.startswith("greet(name):")
-    del selected
+    item = (await inline(client, 0, 6, uri=uri, selected=elsewhere)).items[0]
+    assert item.range.start == lsp.Position(0, 6)  # a selection off the cursor is ignored
 
 
 async def test_stats_request(client: LanguageClient):
-    open_doc(client, "def fo\n")
-    await ready_inline(client, 0, 6)
-    stats = await client.protocol.send_request_async("specLsp/stats", None)
+    await ready_inline(client, 0, 6, uri="file:///work/trigger1.py")
+    numbers = await stats(client)
     for key in (
         "acceptance_rate",
         "drafted",
@@ -181,7 +181,12 @@ async def test_stats_request(client: LanguageClient):
         "latency_ms_p50",
         "latency_ms_p95",
         "models",
+        "server_requests",
+        "ready",
+        "load_error",
     ):
-        assert hasattr(stats, key), key
-    assert list(stats.models) == ["fake-corpus"]
-    assert stats.server_requests.served >= 1
+        assert hasattr(numbers, key), key
+    assert list(numbers.models) == ["fake-corpus"]
+    assert numbers.ready and numbers.load_error is None
+    assert numbers.server_requests.served >= 1
+    assert numbers.latency_ms_p50 <= numbers.latency_ms_p95

@@ -1,0 +1,159 @@
+"""convert.py and the document line rules: positions in, requests out, items back."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types as lsp
+from pygls.workspace import PositionCodec
+
+from spec_lsp.config import Settings
+from spec_lsp.engine import Completion, DecodeStats
+from spec_lsp.server import convert
+from spec_lsp.server.protocol import LspTextDocument, lsp_lines
+
+UTF8, UTF16, UTF32 = (
+    lsp.PositionEncodingKind.Utf8,
+    lsp.PositionEncodingKind.Utf16,
+    lsp.PositionEncodingKind.Utf32,
+)
+
+
+def doc(text: str, encoding=UTF16, uri: str = "file:///w/demo.py") -> LspTextDocument:
+    return LspTextDocument(
+        uri, source=text, version=3, language_id="python", position_codec=PositionCodec(encoding)
+    )
+
+
+def pos(line: int, character: int) -> lsp.Position:
+    return lsp.Position(line=line, character=character)
+
+
+def done(text: str, typed: str = "") -> Completion:
+    return Completion(text=text, stats=DecodeStats(), typed=typed)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "units"),
+    [(UTF16, 2 + 2 + 1), (UTF8, 4 + 4 + 3), (UTF32, 1 + 1 + 1)],  # 😀 🎉 漢 in each encoding
+)
+def test_offsets_count_code_units_of_the_negotiated_encoding(encoding, units):
+    document = doc("# first\ns = '😀🎉漢' + x\n", encoding)
+    offset = convert.offset_at(document, pos(1, 5 + units))
+    assert document.source[offset:] == "' + x\n"
+
+
+def test_crlf_and_lone_cr_line_ends():
+    document = doc("ab\r\ncd\rxy\nz")
+    assert convert.offset_at(document, pos(0, 99)) == 2  # end of the line, before \r\n
+    assert convert.offset_at(document, pos(1, 1)) == 5
+    assert convert.offset_at(document, pos(2, 2)) == 9
+    assert convert.offset_at(document, pos(3, 1)) == 11
+
+
+def test_lines_break_only_at_lsp_line_ends():
+    text = "a\x0cb\nc\u2028d\x85e\x0b\x1c\x1d\x1e\u2029f\r\ng\rh"
+    assert lsp_lines(text) == ("a\x0cb\n", "c\u2028d\x85e\x0b\x1c\x1d\x1e\u2029f\r\n", "g\r", "h")
+    assert lsp_lines("plain\ntext\r\n") == ("plain\n", "text\r\n")
+    assert lsp_lines("") == ()
+    assert lsp_lines("\n\n") == ("\n", "\n")
+
+
+def test_incremental_edits_after_a_form_feed_land_where_the_client_meant():
+    document = doc("import os\n\x0c\ndef f\n")
+    change = lsp.TextDocumentContentChangePartial(range=lsp.Range(pos(2, 5), pos(2, 5)), text="oo")
+    document.apply_change(change)
+    assert document.source == "import os\n\x0c\ndef foo\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "asked", "clamped"),
+    [
+        ("def fo\n", pos(0, 500), pos(0, 6)),
+        ("def fo", pos(0, 500), pos(0, 6)),  # the last line, without a newline
+        ("def fo", pos(7, 0), pos(0, 6)),  # past the last line: the end of the text
+        ("def fo\n", pos(7, 3), pos(1, 0)),
+        ("a\r\nb", pos(0, 5), pos(0, 1)),
+        ("😀\n", pos(0, 9), pos(0, 2)),  # UTF-16 units
+        ("", pos(0, 4), pos(0, 0)),
+        ("def fo\n", pos(0, 3), pos(0, 3)),
+    ],
+)
+def test_clamp_positions_past_the_end(text, asked, clamped):
+    assert convert.clamp(doc(text), asked) == clamped
+
+
+def test_request_has_prefix_suffix_and_document_facts():
+    settings = Settings(max_tokens=7, temperature=0.5, top_k=3, top_p=0.9, seed=11)
+    document = doc("x = 1\ndef fo(): pass\n", uri="file:///w/my%20dir/caf%C3%A9.py")
+    request = convert.to_request(document, pos(1, 6), settings)
+    assert (request.prefix, request.suffix) == ("x = 1\ndef fo", "(): pass\n")
+    assert request.file_name == "café.py" and request.language == "python"
+    assert request.document_id == "file:///w/my%20dir/caf%C3%A9.py" and request.version == 3
+    assert request.max_tokens == 7
+    assert (request.sampling.temperature, request.sampling.top_k) == (0.5, 3)
+    assert (request.sampling.top_p, request.sampling.seed) == (0.9, 11)
+
+
+def test_a_selected_item_is_completed_after_as_if_accepted():
+    document = doc("x = gr\ny\n")
+    selected = lsp.SelectedCompletionInfo(range=lsp.Range(pos(0, 4), pos(0, 6)), text="greet")
+    request = convert.to_request(document, pos(0, 6), Settings(), selected)
+    assert (request.prefix, request.suffix) == ("x = greet", "\ny\n")
+    items = convert.to_inline_list(document, pos(0, 6), done("(name)"), selected).items
+    assert items[0].insert_text == "greet(name)" and items[0].range == selected.range
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "usable"),
+    [
+        (pos(0, 4), pos(0, 6), True),
+        (pos(0, 6), pos(0, 6), True),
+        (pos(0, 4), pos(0, 8), True),  # the word goes on after the cursor
+        (pos(0, 7), pos(0, 9), False),  # starts after the cursor
+        (pos(0, 2), pos(0, 5), False),  # ends before it
+        (pos(1, 0), pos(1, 2), False),  # another line
+    ],
+)
+def test_only_selections_around_the_cursor_are_used(start, end, usable):
+    selected = lsp.SelectedCompletionInfo(range=lsp.Range(start, end), text="zz")
+    assert (convert.usable_selection(pos(0, 6), selected) is not None) == usable
+
+
+def test_inline_items_always_carry_a_range():
+    document = doc("s = '😀'; def fo\n")
+    cursor = pos(0, 16)
+    (item,) = convert.to_inline_list(document, cursor, done("o(x):")).items
+    assert item.range == lsp.Range(cursor, cursor) and item.insert_text == "o(x):"
+    assert len(convert.to_inline_list(document, cursor, done("")).items) == 0
+    assert len(convert.to_inline_list(document, cursor, None).items) == 0
+
+
+def test_typed_through_items_cover_what_was_typed_in_client_units():
+    document = doc("s = '😀'\n", UTF16)
+    cursor = pos(0, 7)  # after s = '😀' (the emoji is 2 units)
+    (item,) = convert.to_inline_list(document, cursor, done("'\n", typed="'😀")).items
+    assert item.range == lsp.Range(pos(0, 4), cursor) and item.insert_text == "'😀'\n"
+    document = doc("s = '😀'\n", UTF8)
+    (item,) = convert.to_inline_list(document, pos(0, 9), done("'\n", typed="'😀")).items
+    assert item.range.start == pos(0, 4)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_typed_through_a_line_break_stays_on_the_cursor_line(newline):
+    document = doc(f"def foo(x):{newline}    {newline}")
+    cursor = pos(1, 4)  # Enter and the indentation typed into "\n    return x * 2"
+    (item,) = convert.to_inline_list(document, cursor, done("return x * 2", typed="\n    ")).items
+    assert item.range == lsp.Range(pos(1, 0), cursor)  # one line, as VS Code requires
+    assert item.insert_text == "    return x * 2"
+
+
+def test_completion_fallback_item():
+    document = doc("def fo\n")
+    result = convert.to_completion_list(document, pos(0, 6), done("o(x):\n    return x"))
+    assert result.is_incomplete
+    (item,) = result.items
+    assert item.label == "o(x):"  # the first line
+    assert item.text_edit == lsp.TextEdit(lsp.Range(pos(0, 6), pos(0, 6)), "o(x):\n    return x")
+    typed = convert.to_completion_list(document, pos(0, 6), done("(x):", typed="o")).items[0]
+    assert typed.text_edit.range.start == pos(0, 5) and typed.filter_text.startswith("o")
+    assert convert.to_completion_list(document, pos(0, 6), None).items == []

@@ -1,0 +1,196 @@
+"""The scheduler against a scripted engine: newest wins, one waiting request per document,
+cancellation reaches the decode loop, exactly one answer each, the engine closes on its thread."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from spec_lsp.engine import CancelToken, Completion, CompletionRequest, DecodeStats
+from spec_lsp.server.scheduler import Scheduler, percentile_ms
+
+
+class ScriptedEngine:
+    """complete() blocks until `release` is set, polling its cancel token like a decode loop."""
+
+    def __init__(self) -> None:
+        self.ready = True
+        self.release = threading.Event()
+        self.started: list[str] = []
+        self.cancelled: list[str] = []
+        self.cached: dict[str, Completion] = {}
+        self.in_flight: str | None = None
+        self.closed_on: str | None = None
+
+    def peek(self, request: CompletionRequest) -> Completion | None:
+        return self.cached.get(request.prefix)
+
+    def extends_in_flight(self, request: CompletionRequest) -> bool:
+        return self.in_flight is not None and request.prefix.startswith(self.in_flight)
+
+    def complete(self, request: CompletionRequest, cancel: CancelToken) -> Completion:
+        self.started.append(request.prefix)
+        if request.prefix == "crash":
+            raise RuntimeError("a bug")
+        try:
+            while not self.release.wait(0.002):
+                cancel.raise_if_cancelled()  # between "decode rounds"
+        except Exception:
+            self.cancelled.append(request.prefix)
+            raise
+        return Completion(text=f"<{request.prefix}>", stats=DecodeStats())
+
+    def precompute(self, request, shown, cancel) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed_on = threading.current_thread().name
+
+    def stats(self) -> dict:
+        return {}
+
+
+def req(prefix: str, document: str = "file:///a.py") -> CompletionRequest:
+    return CompletionRequest(prefix=prefix, document_id=document)
+
+
+async def until(condition, timeout: float = 2.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition never held"
+        await asyncio.sleep(0.002)
+
+
+@pytest.fixture
+def engine():
+    engine = ScriptedEngine()
+    yield engine
+    engine.release.set()
+
+
+@pytest.fixture
+def scheduler(engine):
+    scheduler = Scheduler(engine)  # type: ignore[arg-type]
+    yield scheduler
+    scheduler.join()
+
+
+async def test_not_ready_is_answered_at_once(engine, scheduler):
+    engine.ready = False
+    assert await scheduler.complete(req("a")) is None
+    assert scheduler.counts["not_ready"] == 1 and engine.started == []
+
+
+async def test_typed_through_is_answered_without_the_worker(engine, scheduler):
+    engine.cached["ab"] = Completion(text="c", stats=DecodeStats(), typed="b")
+    assert (await scheduler.complete(req("ab"))).text == "c"
+    assert scheduler.counts["typed_through"] == 1 and engine.started == []
+
+
+async def test_a_newer_request_supersedes_the_running_one(engine, scheduler):
+    older = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    newer = asyncio.ensure_future(scheduler.complete(req("ab")))
+    assert await asyncio.wait_for(older, 1) is None  # answered before the newer one finishes
+    assert not newer.done()
+    await until(lambda: engine.cancelled == ["a"])  # the decode loop saw its token
+    engine.release.set()
+    assert (await newer).text == "<ab>"
+    assert scheduler.counts["superseded"] == 1 and scheduler.counts["served"] == 1
+
+
+async def test_at_most_one_request_per_document_waits_and_it_never_runs(engine, scheduler):
+    busy = asyncio.ensure_future(scheduler.complete(req("x", "file:///other.py")))
+    await until(lambda: engine.started == ["x"])
+    waiting = asyncio.ensure_future(scheduler.complete(req("b")))
+    await asyncio.sleep(0.01)
+    newest = asyncio.ensure_future(scheduler.complete(req("bc")))
+    assert await asyncio.wait_for(waiting, 1) is None  # answered now, not after "x"
+    engine.release.set()
+    assert (await newest).text == "<bc>" and (await busy).text == "<x>"
+    assert engine.started == ["x", "bc"]  # "b" never ran
+
+
+async def test_task_cancellation_reaches_the_decode_loop(engine, scheduler):
+    task = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    task.cancel()  # what pygls does on $/cancelRequest
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await until(lambda: engine.cancelled == ["a"])
+    assert scheduler.counts["cancelled"] == 1
+    engine.release.set()
+    assert (await scheduler.complete(req("z"))).text == "<z>"  # the worker is free
+
+
+async def test_a_request_the_running_generation_already_covers_waits_for_it(engine, scheduler):
+    engine.in_flight = "a"
+    running = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    typed = asyncio.ensure_future(scheduler.complete(req("ab")))
+    await asyncio.sleep(0.02)
+    assert engine.cancelled == [] and not typed.done()  # the running one is kept
+    engine.cached["ab"] = Completion(text="c", stats=DecodeStats(), typed="b")
+    engine.release.set()
+    assert (await running).text == "<a>"
+    assert (await typed).text == "c"
+    assert engine.started == ["a"]
+
+
+async def test_an_engine_bug_is_an_empty_answer_and_the_server_goes_on(engine, scheduler):
+    assert await scheduler.complete(req("crash")) is None
+    assert scheduler.counts["errors"] == 1
+    engine.release.set()
+    assert (await scheduler.complete(req("fine"))).text == "<fine>"
+
+
+async def test_debounce_skips_requests_typed_over(engine):
+    scheduler = Scheduler(engine, debounce_s=0.05)  # type: ignore[arg-type]
+    engine.release.set()
+    first = asyncio.ensure_future(scheduler.complete(req("a")))
+    await asyncio.sleep(0.01)
+    second = asyncio.ensure_future(scheduler.complete(req("ab")))
+    assert await first is None and (await second).text == "<ab>"
+    assert engine.started == ["ab"]
+    scheduler.join()
+
+
+async def test_every_request_of_a_burst_gets_exactly_one_answer(engine, scheduler):
+    tasks = [
+        asyncio.ensure_future(scheduler.complete(req("p" * (i + 1), f"file:///{i % 3}.py")))
+        for i in range(30)
+    ]
+    await asyncio.sleep(0.01)
+    for task in tasks[:24:7]:
+        task.cancel()
+    engine.release.set()
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert len(results) == 30
+    answered = sum(not isinstance(r, BaseException) for r in results)
+    counts = scheduler.counts
+    outcomes = counts["served"] + counts["empty"] + counts["superseded"] + counts["cancelled"]
+    assert outcomes == counts["requests"] == 30 and answered == 30 - counts["cancelled"]
+    assert [r.text for r in results[-3:]] == ["<" + "p" * n + ">" for n in (28, 29, 30)]
+
+
+async def test_close_stops_the_generation_and_closes_the_engine_on_its_thread(engine):
+    scheduler = Scheduler(engine)  # type: ignore[arg-type]
+    running = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    scheduler.close()
+    assert await asyncio.wait_for(running, 1) is None
+    await asyncio.get_running_loop().run_in_executor(None, scheduler.join)
+    assert engine.cancelled == ["a"]
+    assert engine.closed_on is not None and engine.closed_on.startswith("spec-lsp-engine")
+    assert await scheduler.complete(req("b")) is None  # closed: empty answers
+
+
+def test_percentiles():
+    assert percentile_ms([], 0.5) is None
+    assert percentile_ms([0.001], 0.95) == 1.0
+    data = [i / 1000 for i in range(1, 101)]  # 1..100 ms
+    assert percentile_ms(data, 0.5) == 50.0 and percentile_ms(data, 0.95) == 95.0
+    assert percentile_ms([0.001, 0.002, 0.003, 0.004], 0.5) == 2.0
