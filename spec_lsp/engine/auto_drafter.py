@@ -1,0 +1,191 @@
+"""`drafter = auto`: each round, the draft source with the best expected tokens per second.
+
+The adaptive policy picks k; this picks where the draft comes from. Free sources (prompt n-gram,
+workspace n-gram) propose every round; the draft model costs real time, so it runs only when
+chosen. With alpha_s,j the running acceptance of source s at draft position j, a proposal of n
+tokens is worth
+    rate(s) = E_s[tokens | n] / (draft_seconds(s, n) + verify_seconds(n + 1)),
+    E_s[tokens | n] = 1 + sum_i prod_{j<=i} alpha_s,j      (accepted drafts + the target's own),
+and drafting nothing is worth 1 / verify_seconds(1). The best rate wins.
+
+Learning needs no hook in the loop: the next call's context holds what the target committed
+after the previous call's context, so every proposal made then, chosen or not, is scored
+against it (accepted = common prefix; positions past what was committed are untested). A draft
+model not chosen for a while is tried again now and then, less often while trials do not win.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from spec_lsp.engine.backends.base import common_prefix_len
+from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
+from spec_lsp.engine.policy import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.profile import CostProfile
+
+NOTHING = "none"
+MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measured
+TAIL = 16  # context tokens compared to recognise the previous call's context
+
+
+@dataclass
+class Source:
+    drafter: Drafter
+    free: bool  # computed every round (and scored when not chosen)
+    estimate: AcceptanceEstimate | None = None  # created at the first call (prior by temperature)
+    seconds_per_step: float | None = None  # EWMA: per call (free) or per model step (model)
+    chosen: int = 0
+    tested: int = 0  # draft tokens compared with what the target committed
+    accepted: int = 0
+    probe_interval: int = 8  # rounds without this (costly) source before trying it again
+    idle_rounds: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.drafter.name
+
+
+@dataclass
+class _Option:
+    rate: float  # expected tokens per second
+    source: Source | None  # None: draft nothing
+    n: int  # draft length
+    draft: Draft | None  # a lookup's proposal (a model's is made only when chosen)
+
+
+@dataclass
+class _Pending:
+    length: int  # the context length at the call
+    tail: list[int]  # its last TAIL tokens
+    proposals: dict[str, list[int]] = field(default_factory=dict)
+
+
+class AutoDrafter:
+    name = "auto"
+
+    def __init__(
+        self,
+        lookups: Sequence[Drafter],
+        *,
+        model: Drafter | None = None,
+        profile: CostProfile | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        """`profile`: this machine's measured costs (seconds). Without one, costs are in units
+        of verify(1) from the prior curve, lookups free and a model step MODEL_COST_PRIOR."""
+        self.sources = [Source(d, free=True) for d in lookups]
+        if model is not None:
+            self.sources.append(Source(model, free=False))
+        self.profile = profile
+        self._costs = profile or CostProfile.prior()
+        self._clock = clock
+        self.last_choice = NOTHING
+        self._pending: _Pending | None = None
+
+    def draft(self, request: DraftRequest) -> Draft:
+        self._learn(request.context)
+        prior = prior_acceptance(request.sampling.temperature)
+        pending = _Pending(len(request.context), list(request.context[-TAIL:]))
+        self._pending = pending
+        options: list[_Option] = [_Option(1.0 / self._verify(1), None, 0, None)]
+        for source in self.sources:
+            source.estimate = source.estimate or AcceptanceEstimate(prior)
+            if source.free:
+                proposal = self._run(source, request)
+                pending.proposals[source.name] = proposal.tokens
+                rate, n = self._best(source, min(len(proposal.tokens), request.max_tokens))
+                options.append(_Option(rate, source, n, proposal))
+            elif request.max_tokens > 0 and not getattr(request, "shadow", False):
+                options.append(self._consider_model(source, request.max_tokens))
+        best = max(options, key=lambda option: option.rate)
+        self.last_choice = best.source.name if best.source else NOTHING
+        if best.source is None or best.n == 0:
+            return Draft([])
+        best.source.chosen += 1
+        if best.draft is not None:  # a lookup: keep the prefix worth verifying
+            probs = best.draft.probs[: best.n] if best.draft.probs is not None else None
+            return Draft(best.draft.tokens[: best.n], probs)
+        model = best.source  # run the draft model now
+        others = max(o.rate for o in options if o is not best)
+        winning = self._best(model, request.max_tokens)[0] >= others
+        model.probe_interval = 8 if winning else min(2 * model.probe_interval, 256)
+        model.idle_rounds = 0
+        draft = self._run(model, replace(request, max_tokens=best.n))
+        pending.proposals[model.name] = draft.tokens
+        return draft
+
+    def _consider_model(self, source: Source, k: int) -> _Option:
+        rate, n = self._best(source, k)
+        source.idle_rounds += 1
+        if source.seconds_per_step is None or source.idle_rounds >= source.probe_interval:
+            return _Option(float("inf"), source, max(n, min(2, k)), None)  # measure it / retry
+        return _Option(rate, source, n, None)
+
+    def _best(self, source: Source, n: int) -> tuple[float, int]:
+        """The best rate over draft lengths 1..n of this source, and that length (0: none)."""
+        assert source.estimate is not None
+        best, tokens, survive = (0.0, 0), 1.0, 1.0
+        for m, alpha in enumerate(source.estimate.alphas(n), start=1):
+            survive *= alpha
+            tokens += survive
+            rate = tokens / (self._draft_cost(source, m) + self._verify(m + 1))
+            if rate > best[0]:
+                best = (rate, m)
+        return best
+
+    def report(self) -> dict[str, dict[str, float]]:
+        """Per source: rounds chosen, draft tokens scored, accepted, acceptance, and the cost
+        measured (ms per call for a lookup, per token for a model)."""
+        return {
+            s.name: {
+                "chosen": s.chosen,
+                "tested": s.tested,
+                "accepted": s.accepted,
+                "acceptance": round(s.accepted / s.tested, 4) if s.tested else 0.0,
+                "ms_per_step": round(1000 * (s.seconds_per_step or 0.0), 3),
+            }
+            for s in self.sources
+        }
+
+    def _learn(self, context: Sequence[int]) -> None:
+        """Score the previous call's proposals against what the target committed since."""
+        pending, self._pending = self._pending, None
+        if pending is None or len(context) <= pending.length:
+            return
+        if list(context[pending.length - len(pending.tail) : pending.length]) != pending.tail:
+            return  # another generation: nothing to learn
+        committed = list(context[pending.length : pending.length + 64])
+        for source in self.sources:
+            proposal = pending.proposals.get(source.name)
+            if not proposal or source.estimate is None:
+                continue
+            tested = min(len(proposal), len(committed))
+            accepted = common_prefix_len(proposal[:tested], committed)
+            source.estimate.update(tested, accepted)
+            source.tested += tested
+            source.accepted += accepted
+
+    def _run(self, source: Source, request: DraftRequest) -> Draft:
+        started = self._clock()
+        draft = source.drafter.draft(request)
+        seconds = self._clock() - started
+        per = seconds if source.free else seconds / (len(draft.tokens) + 1)
+        old = source.seconds_per_step
+        source.seconds_per_step = per if old is None else 0.8 * old + 0.2 * per
+        return draft
+
+    def _verify(self, n: int) -> float:
+        return self._costs.verify(n)
+
+    def _draft_cost(self, source: Source, n: int) -> float:
+        """Seconds to draft n tokens (verify(1) units without a profile). A lookup's cost is
+        paid every round whatever is chosen, so it does not count against it."""
+        if source.free:
+            return 0.0
+        if self.profile is None:
+            return MODEL_COST_PRIOR * (n + 1)
+        if source.seconds_per_step is None:
+            return MODEL_COST_PRIOR * self._verify(1) * (n + 1)
+        return source.seconds_per_step * (n + 1)

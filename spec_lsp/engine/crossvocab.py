@@ -1,0 +1,295 @@
+"""Drafting with a small model whose tokenizer is not the target's (cross-vocabulary).
+
+Text is the common currency (as Hugging Face's "universal assisted generation"). Each round:
+
+1. the target's context (prompt + committed tokens) becomes the text a left-to-right model
+   continues: for a FIM prompt, the prefix segment plus everything after the middle token;
+   `ContextText` keeps that text up to date incrementally, token by token;
+2. the draft model's cache is aligned with that text by *bytes*: the draft tokens whose bytes are
+   a prefix of the text are kept (less a small look-behind, re-tokenized so a word cut at the old
+   end is tokenized whole), only the tail is re-tokenized, and `sync` evaluates what differs.
+   The bytes the cache holds are always recomputed from the draft's own tokens, so however a
+   round ends (rejection, another document's state loaded) the cache cannot drift from the text;
+3. the draft model writes greedily; its text goes back to target tokens with the target's
+   tokenizer (`text_to_target`): the context's last token is re-tokenized with the draft text
+   so a merge at the boundary is seen, and the last target token, which more text could still
+   extend, is held back.
+
+The proposal is deterministic given the context, so it is returned without probabilities: the
+verify step treats it as one-hot q, which keeps both greedy decoding and sampling exact.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+
+from spec_lsp.engine import sampling
+from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, sync
+from spec_lsp.engine.drafting import Draft, DraftRequest
+from spec_lsp.engine.types import EngineError
+
+ROUND_TRIP_PROBE = "def f(x):\n    return x + 1  # one\n\n\tpass\n"
+
+
+class ContextText:
+    """The target context as the bytes a left-to-right model continues, updated incrementally.
+
+    FIM prompts: the prefix segment (after the prefix token, up to the next template token) and
+    everything after the last middle token (suffix-first templates: after the last prefix
+    token). Other prompts: every token's bytes (template tokens have none). Appending committed
+    tokens costs only their bytes; a change before the open segment rebuilds (a new prompt).
+    """
+
+    def __init__(self, target: ModelBackend) -> None:
+        self.target = target
+        self._marks = frozenset(target.info.special.values())
+        self._tokens: list[int] = []
+        self._head = b""
+        self._open_from = 0  # context index where the appendable segment starts
+        self._open = bytearray()
+        self._ends: list[int] = []  # byte end of each open-segment token
+
+    def update(self, context: Sequence[int]) -> bytes:
+        tokens, m = list(context), self._open_from
+        if self._tokens and len(tokens) >= m and self._tokens[:m] == tokens[:m]:
+            c = m + common_prefix_len(self._tokens[m:], tokens[m:])
+            if self._marks.isdisjoint(tokens[c:]):
+                del self._ends[c - m :]
+                del self._open[self._ends[-1] if self._ends else 0 :]
+                self._append(tokens[c:])
+                self._tokens = tokens
+                return self._head + bytes(self._open)
+        self._rebuild(tokens)
+        return self._head + bytes(self._open)
+
+    def _rebuild(self, tokens: list[int]) -> None:
+        special = self.target.info.special
+        last = next((i for i in range(len(tokens) - 1, -1, -1) if tokens[i] in self._marks), -1)
+        self._head = b""
+        pre_id = special.get("fim_pre")
+        if last >= 0 and tokens[last] == special.get("fim_mid") and pre_id is not None:
+            pre = next((i for i in range(last - 1, -1, -1) if tokens[i] == pre_id), -1)
+            if pre >= 0:
+                end = next(i for i in range(pre + 1, last + 1) if tokens[i] in self._marks)
+                self._head = self._bytes(tokens[pre + 1 : end])
+        self._tokens, self._open_from = tokens, last + 1
+        self._open, self._ends = bytearray(), []
+        self._append(tokens[last + 1 :])
+
+    def _append(self, tokens: Sequence[int]) -> None:
+        for token in tokens:
+            self._open += self.target.token_bytes(token)
+            self._ends.append(len(self._open))
+
+    def _bytes(self, tokens: Sequence[int]) -> bytes:
+        return b"".join(self.target.token_bytes(t) for t in tokens)
+
+
+def complete_utf8(data: bytes | bytearray) -> int:
+    """Length of `data` without a trailing incomplete UTF-8 sequence."""
+    i = len(data) - 1
+    while i >= 0 and len(data) - i < 4 and data[i] & 0xC0 == 0x80:
+        i -= 1
+    if i < 0:
+        return len(data)
+    lead = data[i]
+    need = 1 if lead < 0xC0 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    return i if len(data) - i < need else len(data)
+
+
+def text_to_target(
+    target: ModelBackend, last_token: int | None, text: str, *, final: bool = False
+) -> list[int]:
+    """Target tokens that continue a context ending in `last_token` with `text`.
+
+    The context's last token is tokenized together with the text: if the tokenizer keeps it
+    as it is, what follows is the text's tokenization in context; if it merges it with the text
+    (the context ends inside what the tokenizer sees as one token), the text is tokenized on
+    its own, as the target must continue from the token it has. Unless `final`, the last token
+    is dropped: more text could extend it, and the target would then choose the longer token.
+    """
+    if not text:
+        return []
+    tokens: list[int] | None = None
+    if last_token is not None:
+        try:
+            before = target.token_bytes(last_token).decode("utf-8")
+        except UnicodeDecodeError:
+            before = ""
+        if before:
+            merged = target.tokenize(before + text)
+            if merged[:1] == [last_token]:
+                tokens = merged[1:]
+    if tokens is None:
+        tokens = target.tokenize(text)
+    return tokens if final else tokens[:-1]
+
+
+def check_round_trip(model: ModelBackend, *, what: str) -> None:
+    """Text must survive tokenize -> bytes exactly (byte-level BPE does; SentencePiece with a
+    space prefix does not), or the two models would not agree on what the text is."""
+    pieces = b"".join(model.token_bytes(t) for t in model.tokenize(ROUND_TRIP_PROBE))
+    if pieces != ROUND_TRIP_PROBE.encode():
+        raise EngineError(
+            f"{what} {model.info.path}: its tokenizer does not reproduce text exactly, so it "
+            "cannot draft across vocabularies. Use a byte-level BPE model (Qwen, Llama 3, "
+            "SmolLM, StarCoder families) or set `drafter` to 'ngram'."
+        )
+
+
+class CrossVocabDrafter:
+    """A small model with its own vocabulary drafts text; the proposal is in target tokens."""
+
+    name = "crossvocab"
+
+    def __init__(
+        self,
+        model: ModelBackend,
+        *,
+        target: ModelBackend,
+        lookbehind: int = 8,
+        max_view_bytes: int | None = None,
+    ) -> None:
+        check_round_trip(model, what="draftModel")
+        check_round_trip(target, what="model")
+        self.model, self.target = model, target
+        self.lookbehind = lookbehind
+        self.max_view_bytes = max_view_bytes or max(1024, (model.n_ctx - 160) * 2)
+        self.text = ContextText(target)
+        bos = model.info.special.get("bos")
+        self._bos = [bos] if model.info.add_bos and bos is not None else []
+        self._known: list[int] = []  # the draft cache's tokens as last seen ...
+        self._known_bytes = bytearray()  # ... their bytes ...
+        self._ends: list[int] = []  # ... and where each token's bytes end
+        self.last_draft_tokens: list[int] = []  # the draft model's own tokens, last call
+        self.last_draft_text = b""  # ... and the text they add after the target's
+        self._pieces: tuple[list[bytes], np.ndarray] | None = None  # sorted, for healing
+
+    def draft(self, request: DraftRequest) -> Draft:
+        self.last_draft_tokens = []
+        view = self.text.update(request.context)
+        if complete_utf8(view) < len(view):
+            return Draft([])  # the target is inside a character: no text to continue yet
+        budget = 2 * request.max_tokens + 4  # draft tokens per call, at most
+        limit = self.max_view_bytes
+        while True:
+            window = _window(view, limit)
+            plan = self._plan(window)
+            if len(plan) + budget <= self.model.n_ctx:
+                break
+            if limit < 64:
+                return Draft([])
+            limit //= 2
+        if not plan:
+            return Draft([])  # nothing to condition on and no BOS to start from
+        healed = b""
+        if len(plan) > len(self._bos) + 1:  # token healing, as for the target's prompt
+            allowed = self._extensions(self.model.token_bytes(plan[-1]))
+            if allowed.size > 1:
+                healed, plan = self.model.token_bytes(plan[-1]), plan[:-1]
+        logits, _ = sync(self.model, plan)
+        self._see(self.model.tokens)
+        if healed:
+            masked = np.full_like(logits, -np.inf)
+            masked[allowed] = logits[allowed]
+            logits = masked
+        return self._write(request, logits, budget, len(healed))
+
+    def _plan(self, view: bytes) -> list[int]:
+        """The draft tokens the cache should hold for `view`: kept tokens + the re-tokenized tail."""
+        self._see(self.model.tokens)
+        known, bos = self._known, self._bos
+        if known[: len(bos)] != bos:
+            return bos + self.model.tokenize(view.decode("utf-8", "replace"))
+        common = _common_bytes(self._known_bytes, view)
+        keep = max(len(bos), bisect.bisect_right(self._ends, common) - self.lookbehind)
+        start = self._ends[keep - 1] if keep else 0
+        while keep > len(bos) and start < len(view) and view[start] & 0xC0 == 0x80:
+            keep -= 1  # never cut inside a character
+            start = self._ends[keep - 1] if keep else 0
+        tail = view[start:].decode("utf-8", "replace")
+        return known[:keep] + self.model.tokenize(tail)
+
+    def _write(self, request: DraftRequest, logits: np.ndarray, budget: int, skip: int) -> Draft:
+        """Draft greedily until the text covers max_tokens whole target tokens (or confidence
+        falls, the draft model ends, or the budget is spent). The first `skip` bytes drafted
+        are already in the text (the healed token)."""
+        model, written, proposal = self.model, bytearray(), []
+        self.last_draft_text = b""
+        last = request.context[-1] if request.context else None
+        drafted = self.last_draft_tokens
+        while len(drafted) < budget:
+            token = int(np.argmax(logits))
+            final = token in model.info.stop_ids
+            if final or sampling.top_probability(logits) < request.min_confidence:
+                if final and written:  # the draft ended: its last target token is whole
+                    proposal = _convert(self.target, last, written, final=True)
+                break
+            drafted.append(token)
+            written += model.token_bytes(token)[skip:]
+            skip = 0
+            self.last_draft_text = bytes(written)
+            proposal = _convert(self.target, last, written, final=False)
+            if len(proposal) >= request.max_tokens or len(drafted) >= budget:
+                break  # (the last drafted token is never evaluated: it may be rejected)
+            logits = model.evaluate([token], logits_from=0)[0]
+        return Draft(proposal[: request.max_tokens])
+
+    def _extensions(self, prefix: bytes) -> np.ndarray:
+        """Draft token ids whose bytes start with `prefix` (a range of the sorted pieces)."""
+        if self._pieces is None:
+            pieces = sorted((self.model.token_bytes(i), i) for i in range(self.model.info.n_vocab))
+            self._pieces = ([p for p, _ in pieces], np.array([i for _, i in pieces], np.int64))
+        keys, ids = self._pieces
+        if not prefix:
+            return ids[:0]
+        lo = bisect.bisect_left(keys, prefix)
+        stem = prefix.rstrip(b"\xff")
+        upper = stem[:-1] + bytes([stem[-1] + 1]) if stem else None
+        hi = bisect.bisect_left(keys, upper) if upper is not None else len(keys)
+        return ids[lo:hi]
+
+    def _see(self, tokens: list[int]) -> None:
+        """Bring the record of the draft cache (tokens, bytes, ends) up to `tokens`."""
+        known, n = self._known, len(self._known)
+        c = n if tokens[:n] == known else common_prefix_len(known, tokens)
+        del known[c:]
+        del self._ends[c:]
+        del self._known_bytes[self._ends[-1] if self._ends else 0 :]
+        for token in tokens[c:]:
+            known.append(token)
+            self._known_bytes += self.model.token_bytes(token)
+            self._ends.append(len(self._known_bytes))
+
+
+def _convert(
+    target: ModelBackend, last: int | None, written: bytearray, *, final: bool
+) -> list[int]:
+    whole = complete_utf8(written)
+    text = bytes(written[:whole]).decode("utf-8", "replace")
+    return text_to_target(target, last, text, final=final and whole == len(written))
+
+
+def _window(view: bytes, limit: int) -> bytes:
+    """At most about `limit` bytes of the view's end, cut after a newline at a point that moves
+    in steps of limit/4, so the draft cache's prefix survives while the text grows."""
+    if len(view) <= limit:
+        return view
+    step = max(limit // 4, 1)
+    cut = ((len(view) - limit) // step + 1) * step
+    newline = view.find(b"\n", cut)
+    start = newline + 1 if 0 <= newline < cut + step else cut
+    while start < len(view) and view[start] & 0xC0 == 0x80:
+        start += 1
+    return view[start:]
+
+
+def _common_bytes(a: bytes | bytearray, b: bytes | bytearray) -> int:
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    differ = np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n)
+    return int(np.argmax(differ))

@@ -1,0 +1,212 @@
+"""`drafter = auto` with synthetic sources: exact, learns which source is right from the next
+context, weighs cost, drafts nothing when nothing pays, and keeps probing a costly model rarely."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from spec_lsp.engine.auto_drafter import NOTHING, AutoDrafter
+from spec_lsp.engine.backends.base import sync
+from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
+from spec_lsp.engine.drafting import Draft, DraftRequest
+from spec_lsp.engine.policy import FixedPolicy
+from spec_lsp.engine.profile import CostProfile
+from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
+
+VOCAB = 24
+
+
+def target_logits(context: Sequence[int]) -> np.ndarray:
+    return hashed_noise(context, VOCAB, window=2, salt="auto")
+
+
+def fake_target() -> FakeModel:
+    return FakeModel(target_logits, n_vocab=VOCAB, fingerprint="v24")
+
+
+def truth(context: Sequence[int], n: int) -> list[int]:
+    """The target's greedy continuation (what a perfect drafter proposes)."""
+    model = fake_target()
+    logits, out = sync(model, context)[0], []
+    for _ in range(n):
+        out.append(int(np.argmax(logits)))
+        logits = model.evaluate([out[-1]], logits_from=0)[0]
+    return out
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Synthetic:
+    """A source that is right, wrong, right from some round on, or silent; costing `step`
+    seconds of the fake clock per token (+1) when it is a model."""
+
+    def __init__(self, name: str, kind: str, *, clock: Clock | None = None, step: float = 0.0):
+        self.name, self.kind, self.clock, self.step = name, kind, clock, step
+        self.calls = 0
+
+    def draft(self, request: DraftRequest) -> Draft:
+        self.calls += 1
+        if self.kind == "silent":
+            return Draft([])
+        tokens = truth(request.context, request.max_tokens)
+        wrong = self.kind == "wrong" or (self.kind == "late" and self.calls < 30)
+        if self.kind == "random":
+            wrong = bool(hash((self.name, len(request.context))) % 2)
+        if wrong:
+            tokens = [(t + 1) % VOCAB for t in tokens]
+        if self.clock is not None:
+            self.clock.now += self.step * (len(tokens) + 1)
+        return Draft(tokens)
+
+
+def gpu_like() -> CostProfile:
+    """Verifying more tokens costs little more than one (seconds of the fake clock)."""
+    return CostProfile({1: 1.0, 2: 1.05, 4: 1.15, 8: 1.4, 16: 2.0, 32: 3.5}, key="test")
+
+
+def run(prompt, drafter, *, k=6, max_tokens=120):
+    stats = DecodeStats()
+    out = generate(
+        fake_target(),
+        drafter,
+        FixedPolicy(k),
+        DecodeJob(prompt, max_tokens, SamplingParams(), frozenset()),
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=stats,
+    )
+    return out, stats
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    prompt=st.lists(st.integers(0, VOCAB - 1), min_size=1, max_size=10),
+    kinds=st.lists(st.sampled_from(["right", "wrong", "late", "silent", "random"]), max_size=3),
+    model=st.sampled_from([None, "right", "wrong", "random"]),
+    k=st.integers(1, 10),
+    max_tokens=st.integers(1, 50),
+    profile=st.booleans(),
+)
+def test_greedy_auto_equals_plain_greedy(prompt, kinds, model, k, max_tokens, profile):
+    clock = Clock()
+    lookups = [Synthetic(f"s{i}", kind) for i, kind in enumerate(kinds)]
+    drafter = AutoDrafter(
+        lookups,
+        model=Synthetic("model", model, clock=clock, step=0.1) if model else None,
+        profile=gpu_like() if profile else None,
+        clock=clock,
+    )
+    out, stats = run(prompt, drafter, k=k, max_tokens=max_tokens)
+    assert out == truth(prompt, max_tokens)
+    assert stats.accepted <= stats.drafted
+
+
+def test_it_learns_which_lookup_is_right():
+    auto = AutoDrafter([Synthetic("wrong", "wrong"), Synthetic("right", "right")])
+    out, stats = run([1, 2, 3], auto)
+    report = auto.report()
+    assert report["right"]["chosen"] > 5 * max(report["wrong"]["chosen"], 1)
+    assert report["right"]["acceptance"] == 1.0 and report["wrong"]["acceptance"] == 0.0
+    assert stats.accepted / stats.drafted > 0.9
+
+
+def test_it_follows_a_source_that_becomes_right():
+    auto = AutoDrafter([Synthetic("early", "random"), Synthetic("late", "late")])
+    _, stats = run([5], auto, max_tokens=300)
+    assert auto.last_choice == "late"
+    assert auto.report()["late"]["chosen"] > auto.report()["early"]["chosen"]
+
+
+def test_it_drafts_nothing_when_no_source_pays():
+    auto = AutoDrafter([Synthetic("a", "wrong"), Synthetic("b", "wrong")])
+    _, stats = run([1, 2], auto, max_tokens=100)
+    assert auto.last_choice == NOTHING
+    assert stats.drafted < 0.15 * 100 * 6  # a few tries, then nothing
+    assert sum(1 for n in stats.k_trace if n == 0) > 0.8 * stats.rounds
+
+
+def test_a_free_lookup_beats_an_equally_right_costly_model():
+    clock = Clock()
+    model = Synthetic("model", "right", clock=clock, step=0.3)
+    lookup = Synthetic("lookup", "right")
+    auto = AutoDrafter([lookup], model=model, profile=gpu_like(), clock=clock)
+    _, stats = run([3, 1], auto)
+    report = auto.report()
+    assert report["model"]["chosen"] <= 2  # measured once, retried once: never better
+    assert report["lookup"]["chosen"] >= stats.rounds - 2
+
+
+def test_the_model_is_used_when_lookups_have_nothing_and_it_pays():
+    clock = Clock()
+    model = Synthetic("model", "right", clock=clock, step=0.02)
+    auto = AutoDrafter(
+        [Synthetic("lookup", "silent")], model=model, profile=gpu_like(), clock=clock
+    )
+    _, stats = run([3, 1], auto)
+    assert auto.report()["model"]["chosen"] >= stats.rounds - 1
+    assert stats.accepted == stats.drafted > 0
+
+
+def test_a_model_that_does_not_pay_is_probed_rarely():
+    clock = Clock()
+    model = Synthetic("model", "wrong", clock=clock, step=0.3)
+    auto = AutoDrafter([], model=model, profile=gpu_like(), clock=clock)
+    _, stats = run([7], auto, max_tokens=400)
+    assert model.calls < 12  # trials at growing intervals, not every round
+    assert stats.rounds > 350
+
+
+@dataclass
+class ShadowRequest(DraftRequest):
+    shadow: bool = True  # a draft the loop will not verify (the policy chose k = 0)
+
+
+def test_shadow_requests_never_run_the_model():
+    clock = Clock()
+    model = Synthetic("model", "right", clock=clock, step=0.0)
+    auto = AutoDrafter(
+        [Synthetic("lookup", "silent")], model=model, profile=gpu_like(), clock=clock
+    )
+    rng = np.random.default_rng(0)
+    for n in range(20):
+        auto.draft(ShadowRequest(list(range(n + 1)), 4, SamplingParams(), rng))
+    assert model.calls == 0
+
+
+def test_learning_is_censored_at_what_the_target_committed():
+    class Fixed:
+        name = "fixed"
+
+        def draft(self, request: DraftRequest) -> Draft:
+            return Draft([1, 2, 3, 4])
+
+    auto = AutoDrafter([Fixed()])
+    rng = np.random.default_rng(0)
+
+    def call(context):
+        auto.draft(DraftRequest(context, 4, SamplingParams(), rng))
+        return auto.report()["fixed"]
+
+    call([9, 9])
+    scored = call([9, 9, 1, 2, 7])  # [1, 2, 3, 4] against committed [1, 2, 7]
+    assert (scored["tested"], scored["accepted"]) == (3, 2)
+    estimate = auto.sources[0].estimate
+    assert estimate is not None and estimate.failed[2] > 0
+    # one token committed (nothing verified beyond it): one tested, no failure recorded
+    scored = call([9, 9, 1, 2, 7, 1])
+    assert (scored["tested"], scored["accepted"]) == (4, 3)
+    assert estimate.failed[1] == 0.0
+    # another generation (the context is not an extension): nothing learned
+    assert call([5, 5, 5, 5, 5, 5, 5, 5])["tested"] == 4
