@@ -28,10 +28,11 @@ class Settings(BaseModel):
     )
     draft_model: str | None = Field(
         None,
-        description="Path to a draft GGUF model (drafter 'model'). Empty: the pulled SmolLM2-135M.",
+        description="Path to a draft GGUF model (drafter 'model' or 'auto'), any byte-level BPE vocabulary: one that differs from the target's drafts text. Empty: the pulled SmolLM2-135M.",
     )
-    drafter: Literal["none", "ngram", "model"] = Field(
-        "ngram", description="Where draft tokens come from: none, n-gram lookup, or a draft model."
+    drafter: Literal["none", "ngram", "workspace", "model", "auto"] = Field(
+        "ngram",
+        description="Where draft tokens come from: none; ngram (lookup in the prompt); workspace (lookup in open documents and accepted completions); model (draftModel); auto (each round, the source with the best expected speed).",
     )
     draft_policy: Literal["adaptive", "fixed"] = Field(
         "adaptive",

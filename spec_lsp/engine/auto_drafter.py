@@ -84,6 +84,11 @@ class AutoDrafter:
         self.last_choice = NOTHING
         self._pending: _Pending | None = None
 
+    def set_profile(self, profile: CostProfile | None) -> None:
+        """The engine's measured costs (they may arrive after the drafter is built)."""
+        self.profile = profile
+        self._costs = profile or CostProfile.prior()
+
     def draft(self, request: DraftRequest) -> Draft:
         self._learn(request.context)
         prior = prior_acceptance(request.sampling.temperature)
@@ -97,7 +102,7 @@ class AutoDrafter:
                 pending.proposals[source.name] = proposal.tokens
                 rate, n = self._best(source, min(len(proposal.tokens), request.max_tokens))
                 options.append(_Option(rate, source, n, proposal))
-            elif request.max_tokens > 0 and not getattr(request, "shadow", False):
+            elif request.max_tokens > 0 and not request.shadow:
                 options.append(self._consider_model(source, request.max_tokens))
         best = max(options, key=lambda option: option.rate)
         self.last_choice = best.source.name if best.source else NOTHING

@@ -27,6 +27,7 @@ class DraftRequest:
     sampling: SamplingParams
     rng: np.random.Generator
     min_confidence: float = 0.0  # stop drafting when the draft's top probability falls below
+    shadow: bool = False  # an unverified proposal, only scored: costly sources need not run
 
 
 class Drafter(Protocol):

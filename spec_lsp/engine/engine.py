@@ -7,6 +7,7 @@ per-document draft policies and the running totals reported by `stats()`.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -17,8 +18,10 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import postprocess
 from spec_lsp.engine import profile as cost_profile
+from spec_lsp.engine.auto_drafter import AutoDrafter
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file, detokenize
 from spec_lsp.engine.cache import StatePool, SuggestionCache
+from spec_lsp.engine.crossvocab import CrossVocabDrafter
 from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
 from spec_lsp.engine.policy import PolicyBook, make_policy
 from spec_lsp.engine.speculative import DecodeJob, generate
@@ -30,6 +33,7 @@ from spec_lsp.engine.types import (
     DecodeStats,
     EngineError,
 )
+from spec_lsp.engine.workspace_index import WorkspaceDrafter, WorkspaceIndex
 from spec_lsp.prompts import fim, window
 
 log = logging.getLogger(__name__)
@@ -41,6 +45,7 @@ PROFILE_TEXT = (
     "    return {key.lower(): value for key, value in data.items()}\n\n\n"
 ) * 8
 SPLIT_LINES = 8
+MAX_INDEXED_CHARS = 1_000_000  # documents larger than this are not indexed for lookup
 MODEL_KEYS = ("model", "context_size", "threads", "gpu_layers", "fim_template")
 
 
@@ -70,6 +75,11 @@ class Engine:
         self._in_flight: tuple[CompletionRequest, str] | None = None
         self._vocab_index: VocabIndex | None = None
         self.profile: cost_profile.CostProfile | None = None
+        self.workspace = WorkspaceIndex()  # open documents + accepted completions (didChange)
+        self._drafter_obj: Drafter | None = None  # built per load / settings: it learns
+        self._shown: dict[str, tuple[str, str]] = {}  # per document: (prefix, suggestion)
+        self._to_index: dict[str, str | None] = {}  # latest text per changed document (None: drop)
+        self._index_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -95,6 +105,7 @@ class Engine:
         self.book.clear()
         self._forget()
         self.profile = cost_profile.load_cached(self.profile_key())
+        self._drafter_obj = self._make_drafter(self._loaded)
         self.totals.model_names = [m.info.name for m in (target, draft) if m is not None]
         report("ready")
 
@@ -112,17 +123,43 @@ class Engine:
             self.load()
         else:
             self.profile = cost_profile.load_cached(self.profile_key())
+            assert self._loaded is not None
+            self._drafter_obj = self._make_drafter(self._loaded)
+
+    # -- documents (the editor's thread; the index locks) ---------------------------------------
+    def document_changed(self, document_id: str, text: str) -> None:
+        """A document's text after an edit (or at open). Instant: the workspace index takes it
+        on the engine's thread before the next completion (re-indexing only the lines that
+        differ, once for any number of keystrokes). Documents over MAX_INDEXED_CHARS are left out."""
+        with self._index_lock:
+            self._to_index[document_id] = text if len(text) <= MAX_INDEXED_CHARS else None
+
+    def document_closed(self, document_id: str) -> None:
+        with self._index_lock:
+            self._to_index[document_id] = None
+        self._shown.pop(document_id, None)
+
+    def _catch_up_index(self) -> None:
+        with self._index_lock:
+            pending, self._to_index = self._to_index, {}
+        for document_id, text in pending.items():
+            if text is None:
+                self.workspace.remove(document_id)
+            else:
+                self.workspace.update(document_id, text)
 
     def _forget(self) -> None:
         """Drop every cached answer and state (settings or models changed)."""
         self.suggestions.clear()
         self.pool.clear()
         self._continuations.clear()
+        self._shown.clear()
 
     def close(self) -> None:
         if self._loaded is not None:
             self._loaded.close()
             self._loaded = None
+            self._drafter_obj = None
 
     # -- completions -----------------------------------------------------------------------------
     def peek(self, request: CompletionRequest) -> Completion | None:
@@ -177,6 +214,7 @@ class Engine:
                 prompt, healed = prompt[:-1], piece.decode("utf-8", "replace")
                 allowed = self.vocab_index(loaded.target).starting_with(piece)
         stats = DecodeStats(drafter=self.settings.drafter)
+        drafter = self._drafter_for(loaded, request)
         reused = self._prepare_caches(loaded, request.document_id, prompt)
         job = DecodeJob(
             prompt,
@@ -197,7 +235,7 @@ class Engine:
         try:
             tokens = generate(
                 loaded.target,
-                self._drafter(loaded),
+                drafter,
                 policy,
                 job,
                 cancel=cancel,
@@ -218,6 +256,7 @@ class Engine:
         )
         if self.settings.cache:
             self.suggestions.put(request, text, raw)
+        self._shown[request.document_id] = (request.prefix, text)
         return Completion(text=text, stats=stats, raw_text=raw)
 
     def precompute(
@@ -233,6 +272,9 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
         data["cost_profile"] = self.profile.relative() if self.profile else None
+        if isinstance(self._drafter_obj, AutoDrafter):
+            data["draft_sources"] = self._drafter_obj.report()
+        data["workspace_documents"] = len(self.workspace.documents())
         return data
 
     def vocab_index(self, target: ModelBackend) -> VocabIndex:
@@ -257,6 +299,8 @@ class Engine:
             return self.profile
         context = loaded.target.tokenize(PROFILE_TEXT)[:256]
         drafter = self._drafter(loaded)
+        if isinstance(drafter, AutoDrafter | WorkspaceDrafter):
+            drafter = None  # lookups are free; auto measures its draft model itself, as it runs
         self.profile = cost_profile.measure(
             loaded.target, drafter, context=context, key=self.profile_key()
         )
@@ -334,10 +378,47 @@ class Engine:
         return should_stop
 
     def _drafter(self, loaded: Loaded) -> Drafter | None:
-        if self.settings.drafter == "ngram":
+        if self._drafter_obj is None:
+            self._drafter_obj = self._make_drafter(loaded)
+        return self._drafter_obj
+
+    def _drafter_for(self, loaded: Loaded, request: CompletionRequest) -> Drafter | None:
+        """The drafter, told about this request (its document, cursor, the costs known now)."""
+        drafter = self._drafter(loaded)
+        self._catch_up_index()
+        shown = self._shown.get(request.document_id)
+        if shown is not None and shown[1] and request.prefix == shown[0] + shown[1]:
+            self.workspace.add_accepted(shown[1])  # the last suggestion was accepted whole
+        lookups = drafter.sources if isinstance(drafter, AutoDrafter) else []
+        for source in [drafter, *(s.drafter for s in lookups)]:
+            if isinstance(source, WorkspaceDrafter):
+                source.document_id, source.cursor = request.document_id, len(request.prefix)
+        if isinstance(drafter, AutoDrafter):
+            drafter.set_profile(self.profile)
+        return drafter
+
+    def _make_drafter(self, loaded: Loaded) -> Drafter | None:
+        kind = self.settings.drafter
+        model: Drafter | None = None
+        if loaded.draft is not None and kind in ("model", "auto"):
+            same = loaded.draft.info.vocab_fingerprint == loaded.target.info.vocab_fingerprint
+            model = (
+                ModelDrafter(loaded.draft, target=loaded.target)
+                if same
+                else CrossVocabDrafter(loaded.draft, target=loaded.target)
+            )
+        if kind == "ngram":
             return NgramDrafter()
-        if self.settings.drafter == "model" and loaded.draft is not None:
-            return ModelDrafter(loaded.draft, target=loaded.target)
+        if kind == "workspace":
+            return WorkspaceDrafter(self.workspace, loaded.target)
+        if kind == "model":
+            return model
+        if kind == "auto":
+            lookups: list[Drafter] = [
+                NgramDrafter(),
+                WorkspaceDrafter(self.workspace, loaded.target),
+            ]
+            return AutoDrafter(lookups, model=model, profile=self.profile)
         return None
 
 

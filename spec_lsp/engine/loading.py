@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file
-from spec_lsp.engine.drafting import check_same_vocabulary
+from spec_lsp.engine.crossvocab import check_round_trip
 from spec_lsp.engine.types import EngineError
 
+log = logging.getLogger(__name__)
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "smollm2-135m"
 
@@ -55,7 +57,9 @@ def open_target(settings: Settings, backend: str, report: Callable[[str], None])
 def open_draft(
     settings: Settings, backend: str, target: ModelBackend, report: Callable[[str], None]
 ) -> ModelBackend | None:
-    if settings.drafter != "model":
+    """The draft model for drafter 'model' (required) or 'auto' (used when at hand: an `auto`
+    without a draftModel and without the pulled default drafts from lookups only)."""
+    if settings.drafter not in ("model", "auto"):
         return None
     if backend == "fake":
         from spec_lsp.engine.backends.fake import corpus_model
@@ -63,11 +67,24 @@ def open_draft(
         if settings.draft_model:
             check_model_file(settings.draft_model, what="draftModel")
         return corpus_model(delay_s=0.0)
-    path = settings.draft_model or default_path(DEFAULT_DRAFT, "draftModel")
+    if settings.drafter == "auto" and not settings.draft_model:
+        from spec_lsp import models
+
+        found = models.installed_path(DEFAULT_DRAFT)
+        if found is None:
+            log.info("drafter auto: no draft model pulled; drafting from lookups only")
+            return None
+        path = str(found)
+    else:
+        path = settings.draft_model or default_path(DEFAULT_DRAFT, "draftModel")
     report(f"loading draft {path}")
     draft = open_model(path, settings, what="draftModel")
     try:
-        check_same_vocabulary(draft, target)
+        if draft.info.vocab_fingerprint != target.info.vocab_fingerprint:
+            # another tokenizer: it drafts text (crossvocab), which both must reproduce exactly
+            check_round_trip(draft, what="draftModel")
+            check_round_trip(target, what="model")
+            log.info("draft model %s has its own vocabulary: drafting across vocabularies", path)
     except EngineError:
         draft.close()
         raise

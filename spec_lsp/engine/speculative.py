@@ -117,6 +117,7 @@ def generate(
                 job.sampling,
                 rng,
                 policy.min_confidence(),
+                shadow=k == 0,
             )
             draft = drafter.draft(request)
             model_seconds += time.perf_counter() - t

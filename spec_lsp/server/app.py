@@ -169,6 +169,9 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
         ),
         (lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(), handlers.completion),
         (lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, None, handlers.did_change_configuration),
+        (lsp.TEXT_DOCUMENT_DID_OPEN, None, handlers.document_changed),
+        (lsp.TEXT_DOCUMENT_DID_CHANGE, None, handlers.document_changed),
+        (lsp.TEXT_DOCUMENT_DID_CLOSE, None, handlers.document_closed),
         (handlers.STATS_METHOD, None, handlers.stats),
         (lsp.SHUTDOWN, None, handlers.shutdown),
     ]

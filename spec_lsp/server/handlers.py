@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 
@@ -65,6 +66,22 @@ async def did_change_configuration(
         changes = await ls.pull_settings(SECTION)
     if isinstance(changes, Mapping):
         await ls.apply_settings(settings_section(changes))
+
+
+def document_changed(
+    ls: SpecLanguageServer, params: lsp.DidOpenTextDocumentParams | lsp.DidChangeTextDocumentParams
+) -> None:
+    """After pygls has applied the change: the engine's workspace index follows the text."""
+    uri = params.text_document.uri
+    document = ls.workspace.text_documents.get(unquote(uri))
+    if document is not None:
+        ls.scheduler.engine.document_changed(document.uri, document.source)
+
+
+def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    for key in {uri, unquote(uri)}:  # whichever spelling the requests used
+        ls.scheduler.engine.document_closed(key)
 
 
 def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:

@@ -120,3 +120,35 @@ def test_cross_vocab_greedy_equals_plain_greedy(qwen, smol, case, k):
     if case == "repeat":  # SmolLM2 knows what comes after sub: mul, div
         assert stats.accepted / stats.drafted > 0.6
         assert stats.rounds < len(out) / 2
+
+
+@pytest.mark.parametrize("drafter", ["model", "auto"])
+def test_the_engine_drafts_across_vocabularies_with_the_default_pair(qwen_path, drafter):
+    """`drafter: model` (and `auto`) with the default pair: SmolLM2 is loaded as a cross-
+    vocabulary drafter (no vocabulary error) and the completion is the one without drafting."""
+    from spec_lsp.config import Settings
+    from spec_lsp.engine import CompletionRequest, build_engine
+
+    texts = {}
+    for kind in ("none", drafter):
+        settings = Settings(
+            model=str(qwen_path),
+            drafter=kind,
+            draft_policy="fixed",
+            draft_max=4,
+            cache=False,
+            context_size=1024,
+            threads=2,
+        )
+        engine = build_engine(settings)
+        engine.load()
+        prefix, suffix = PROMPTS["repeat"]
+        request = CompletionRequest(prefix, suffix, "file:///a.py", max_tokens=16, multiline=True)
+        result = engine.complete(request, CancelToken())
+        texts[kind] = result.text
+        if kind == "model":
+            assert result.stats.drafted > 0 and result.stats.accepted > 0
+        if kind == "auto":
+            assert engine.stats()["draft_sources"]["crossvocab"]["tested"] > 0
+        engine.close()
+    assert texts[drafter] == texts["none"] and texts["none"].strip()

@@ -1,0 +1,109 @@
+"""The engine's draft sources behind the `drafter` setting: workspace lookup fed by document
+changes, accepted completions remembered, and `auto` choosing among sources (fake backend)."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_lsp.config import Settings
+from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
+from spec_lsp.engine.auto_drafter import AutoDrafter
+from spec_lsp.engine.workspace_index import WorkspaceDrafter
+
+# the fake model continues the corpus; a workspace document that holds it predicts it
+OTHER = (
+    "class Point:\n    def __init__(self, x, y):\n        self.x = x\n        self.y = y\n\n"
+    "for i in range(10):\n    print(i)\n"
+)
+PREFIX = "class Point:\n    def __init__(self, x, y):\n"
+
+
+def engine_with(drafter: str, **extra):
+    settings = Settings(drafter=drafter, draft_policy="fixed", draft_max=8, cache=False, **extra)
+    engine = build_engine(settings, backend="fake")
+    engine.load()
+    return engine
+
+
+def complete(engine, prefix=PREFIX, document="file:///mine.py"):
+    request = CompletionRequest(prefix=prefix, document_id=document, max_tokens=24, multiline=True)
+    return engine.complete(request, CancelToken())
+
+
+def test_workspace_drafts_come_from_other_open_documents():
+    plain = complete(engine_with("none"))
+    engine = engine_with("workspace")
+    alone = complete(engine)
+    assert alone.stats.drafted == 0  # nothing indexed yet: nothing to propose
+    engine.document_changed("file:///other.py", OTHER)
+    found = complete(engine)
+    assert found.text == alone.text == plain.text  # the target decides
+    assert found.stats.drafted >= 8
+    assert found.stats.accepted / found.stats.drafted > 0.8
+    assert found.stats.target_passes < alone.stats.target_passes / 2
+
+
+def test_the_index_follows_changes_and_closes():
+    engine = engine_with("workspace")
+    engine.document_changed("file:///other.py", "x = 1\n")
+    engine.document_changed("file:///other.py", OTHER)  # only the latest text is indexed
+    complete(engine)
+    assert engine.workspace.text("file:///other.py") == OTHER
+    engine.document_closed("file:///other.py")
+    assert complete(engine).stats.drafted == 0
+    assert "file:///other.py" not in engine.workspace.documents()
+
+
+def test_oversized_documents_are_not_indexed(monkeypatch):
+    from spec_lsp.engine import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "MAX_INDEXED_CHARS", 100)
+    engine = engine_with("workspace")
+    engine.document_changed("file:///other.py", OTHER)
+    complete(engine)
+    assert "file:///other.py" not in engine.workspace.documents()
+
+
+def test_a_suggestion_accepted_whole_is_remembered_for_lookup():
+    engine = engine_with("workspace")
+    shown = complete(engine)
+    assert shown.text
+    complete(engine, prefix=PREFIX + shown.text)  # the user pressed Tab
+    remembered = [engine.workspace.text(d) for d in engine.workspace.documents()]
+    assert shown.text in remembered
+
+
+def test_the_cursor_position_itself_is_not_a_match():
+    """The current document holds the prefix itself: the lookup must not propose the text
+    right after the cursor (the suffix) as if it were an earlier occurrence."""
+    engine = engine_with("workspace")
+    source = PREFIX + "        pass  # suffix\n"
+    engine.document_changed("file:///mine.py", source)
+    drafter = engine._drafter_for(engine._loaded, CompletionRequest(PREFIX, "", "file:///mine.py"))
+    assert isinstance(drafter, WorkspaceDrafter)
+    assert drafter.cursor == len(PREFIX) and drafter.document_id == "file:///mine.py"
+
+
+@pytest.mark.parametrize("with_other", [False, True])
+def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
+    engine = engine_with("auto")
+    if with_other:
+        engine.document_changed("file:///other.py", OTHER)
+    plain = complete(engine_with("none"))
+    for _ in range(3):
+        result = complete(engine)
+        assert result.text == plain.text
+    assert isinstance(engine._drafter_obj, AutoDrafter)
+    sources = engine.stats()["draft_sources"]
+    assert {"ngram", "workspace", "model"} <= set(sources)
+    if with_other:
+        assert sources["workspace"]["chosen"] > 0
+        assert sources["workspace"]["acceptance"] > 0.8
+
+
+def test_changing_the_drafter_setting_rebuilds_it():
+    engine = engine_with("ngram")
+    engine.update_settings(engine.settings.model_copy(update={"drafter": "auto"}))
+    assert isinstance(engine._drafter_obj, AutoDrafter)
+    engine.update_settings(engine.settings.model_copy(update={"drafter": "workspace"}))
+    assert isinstance(engine._drafter_obj, WorkspaceDrafter)
