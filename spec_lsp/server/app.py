@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import ipaddress
 import logging
 import sys
@@ -23,6 +24,7 @@ from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
 
 log = logging.getLogger(__name__)
+DOCUMENT_METHOD = "specLsp/document"
 CLIENT_TIMEOUT_S = 5.0  # how long to wait for the client's answer to our own requests
 
 
@@ -157,6 +159,18 @@ def merge_valid(
     return new, errors, unknown
 
 
+def document_digest(ls: SpecLanguageServer, params: Any) -> dict[str, Any] | None:
+    """specLsp/document {uri}: the server's view of an open document (version, length in code
+    points, sha256 of its UTF-8 text), to check it against the editor's; None if not open."""
+    uri = params.get("uri") if isinstance(params, Mapping) else getattr(params, "uri", None)
+    document = ls.workspace.text_documents.get(unquote(uri)) if isinstance(uri, str) else None
+    if document is None:
+        return None
+    text = document.source
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return {"uri": uri, "version": document.version, "length": len(text), "sha256": digest}
+
+
 def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
     server = SpecLanguageServer(settings, engine)
     features: list[tuple[str, Any, Callable[..., Any]]] = [
@@ -173,6 +187,7 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
         (lsp.TEXT_DOCUMENT_DID_CHANGE, None, handlers.document_changed),
         (lsp.TEXT_DOCUMENT_DID_CLOSE, None, handlers.document_closed),
         (handlers.STATS_METHOD, None, handlers.stats),
+        (DOCUMENT_METHOD, None, document_digest),
         (lsp.SHUTDOWN, None, handlers.shutdown),
     ]
     for method, options, handler in features:

@@ -1,4 +1,4 @@
-"""pygls' protocol with two fixes, both pinned by end-to-end tests.
+"""pygls' protocol with three fixes, pinned by end-to-end and fuzz tests.
 
 1. A request whose params do not deserialize gets an answer. pygls logs the error and shows
    "Error in server" but never answers the request, so the client would wait forever.
@@ -6,6 +6,7 @@
    `str.splitlines`, which also breaks at form feeds, \\x0b, \\x1c-\\x1e, \\x85, U+2028 and
    U+2029, so in a file holding one of them (a ^L page break, say) every later position lands
    on the wrong line and incremental edits corrupt the document.
+3. Incremental edits read positions as LSP says (see LspTextDocument._apply_incremental_change).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.workspace import TextDocument, Workspace
+
+from spec_lsp.server.convert import offset_at
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +39,23 @@ def lsp_lines(text: str) -> tuple[str, ...]:
 
 
 class LspTextDocument(TextDocument):
+    _split: tuple[str, tuple[str, ...]] | None = None  # (source, its lines): split once per edit
+
     @property
     def lines(self) -> Sequence[str]:
-        return lsp_lines(self.source)
+        source = self.source
+        if self._split is None or self._split[0] is not source:
+            self._split = (source, lsp_lines(source))
+        return self._split[1]
+
+    def _apply_incremental_change(self, change: lsp.TextDocumentContentChangePartial) -> None:
+        """Replace the range with the text, positions read as convert.offset_at reads them.
+        pygls split a CRLF for a character past the end of a line, put text past the end of
+        the last line one character early, and duplicated or dropped reversed ranges."""
+        start = offset_at(self, change.range.start)
+        end = offset_at(self, change.range.end)
+        start, end = min(start, end), max(start, end)  # a reversed range, forwards
+        self._source = self.source[:start] + change.text + self.source[end:]
 
 
 class LspWorkspace(Workspace):
