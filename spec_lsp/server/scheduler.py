@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from spec_lsp.engine import (
@@ -50,10 +51,24 @@ class Scheduler:
         self._live: dict[str, list[CancelToken]] = {}  # per document: requests not yet answered
         self._jobs: dict[str, Job] = {}  # per document: its generation on the worker
         self._background = CancelToken()
+        self._queued = 0  # jobs given to the worker and not yet finished or cancelled
+        self._queued_lock = threading.Lock()
 
     async def run(self, job: Callable[[], T]) -> T:
         """Run any other engine call (load, settings) on the worker thread, in order."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, job)
+        return await asyncio.wrap_future(self._submit(job))
+
+    def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
+        """executor.submit, counting the job as queued until it finishes or is cancelled."""
+        future = self._executor.submit(job, *args)
+        with self._queued_lock:
+            self._queued += 1
+        future.add_done_callback(self._unqueue)
+        return future
+
+    def _unqueue(self, _future: Future[Any]) -> None:
+        with self._queued_lock:  # on the worker, or on the event loop for a cancelled job
+            self._queued -= 1
 
     async def complete(self, request: CompletionRequest) -> Completion | None:
         started = time.perf_counter()
@@ -105,7 +120,7 @@ class Scheduler:
         if token.cancelled:
             return None, "superseded"
         document = request.document_id
-        job = asyncio.get_running_loop().run_in_executor(self._executor, self._work, request, token)
+        job = asyncio.wrap_future(self._submit(self._work, request, token))
         self._jobs[document] = (job, token)
         try:
             result = await asyncio.shield(job)
@@ -165,15 +180,22 @@ class Scheduler:
             except Exception:
                 log.exception("precompute crashed")
 
-        self._executor.submit(job)
+        self._submit(job)
 
     def stats(self) -> dict[str, Any]:
         """Request counts by outcome (requests = served + empty + typed_through + superseded +
-        not_ready + cancelled; errors counts engine crashes, answered empty) and the latency
-        of the answers that count (not the not-ready or superseded ones)."""
+        not_ready + cancelled; errors counts engine crashes, answered empty), the latency
+        of the answers that count (not the not-ready or superseded ones), and the work pending:
+        requests not yet answered, generations running, jobs queued for the worker (all 0 when
+        idle)."""
         latencies = sorted(self.latencies)
         return {
             "server_requests": dict(self.counts),
+            "pending": {
+                "requests": sum(len(live) for live in self._live.values()),
+                "generations": len(self._jobs),
+                "worker_jobs": self._queued,
+            },
             "latency_ms_p50": percentile_ms(latencies, 0.50),
             "latency_ms_p95": percentile_ms(latencies, 0.95),
         }
