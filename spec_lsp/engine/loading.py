@@ -29,6 +29,20 @@ def default_path(key: str, setting: str) -> str:
     return str(path)
 
 
+def model_paths(settings: Settings, backend: str) -> list[str]:
+    """The model files these settings load (defaults only when installed), to watch them."""
+    from spec_lsp import models
+
+    def default(key: str) -> str | None:
+        found = None if backend == "fake" else models.installed_path(key)
+        return str(found) if found else None
+
+    paths = [settings.model or default(DEFAULT_TARGET)]
+    if settings.drafter in ("model", "auto"):
+        paths.append(settings.draft_model or default(DEFAULT_DRAFT))
+    return [path for path in paths if path]
+
+
 def open_model(path: str, settings: Settings, *, what: str) -> ModelBackend:
     from spec_lsp.engine.backends.llama import LlamaModel
 

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import ipaddress
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Callable, Mapping
@@ -18,7 +19,7 @@ from pygls.workspace import TextDocument
 
 from spec_lsp import __version__, config
 from spec_lsp.config import Settings
-from spec_lsp.engine import Engine, EngineError, build_engine
+from spec_lsp.engine import Engine, EngineError, build_engine, loading
 from spec_lsp.server import handlers
 from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
@@ -26,6 +27,8 @@ from spec_lsp.server.scheduler import Scheduler
 log = logging.getLogger(__name__)
 DOCUMENT_METHOD = "specLsp/document"
 CLIENT_TIMEOUT_S = 5.0  # how long to wait for the client's answer to our own requests
+MODEL_WATCH_S = 1.0  # how often the model files are checked for changes on disk
+FileIdentity = tuple[int, int, int] | None  # inode, size, mtime; None: no such file
 
 
 class SpecLanguageServer(LanguageServer):
@@ -34,6 +37,8 @@ class SpecLanguageServer(LanguageServer):
         self.settings = settings
         self.scheduler = Scheduler(engine, debounce_s=settings.debounce_ms / 1000)
         self.load_error: str | None = None
+        self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
+        self._watcher: asyncio.Task[None] | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
@@ -90,14 +95,14 @@ class SpecLanguageServer(LanguageServer):
         return answer[0] if answer else None
 
     # -- the engine: load and reload on the engine thread ------------------------------------
-    async def update_engine(self) -> None:
+    async def update_engine(self, *, reload: bool = False) -> None:
         """Load the models (showing $/progress when the client supports it), or hand the engine
         new settings. A failure is shown once; the server keeps answering, empty."""
         settings, engine = self.settings, self.scheduler.engine
-        token = None if engine.ready else await self._begin_progress("loading models")
+        token = None if engine.ready and not reload else await self._begin_progress("loading")
         report = self._reporter(token)
         try:
-            await self.scheduler.run(lambda: self._load_or_update(settings, report))
+            await self.scheduler.run(lambda: self._load_or_update(settings, report, reload))
             self.load_error = None
         except EngineError as exc:
             self.load_error = str(exc)
@@ -106,11 +111,14 @@ class SpecLanguageServer(LanguageServer):
             if token is not None:
                 done = lsp.WorkDoneProgressEnd(message="ready" if engine.ready else "failed")
                 self.work_done_progress.end(token, done)
+            self._watch_models(settings)
 
-    def _load_or_update(self, settings: Settings, report: Callable[[str], None]) -> None:
+    def _load_or_update(
+        self, settings: Settings, report: Callable[[str], None], reload: bool = False
+    ) -> None:
         """On the engine thread."""
         engine = self.scheduler.engine
-        if engine.ready:
+        if engine.ready and not reload:
             engine.update_settings(settings)  # reloads only when the model settings changed
         else:
             engine.settings = settings
@@ -119,6 +127,29 @@ class SpecLanguageServer(LanguageServer):
             if engine.profile is None:
                 report("measuring this machine's costs")
                 engine.ensure_profile()
+
+    # -- model files replaced on disk: reload ----------------------------------------------------
+    def _watch_models(self, settings: Settings) -> None:
+        """Remember the model files as the last load found them (missing ones too: a file that
+        appears, is replaced or is repaired is loaded), and watch them."""
+        paths = loading.model_paths(settings, self.scheduler.engine.backend)
+        self._model_files = {path: file_identity(path) for path in paths}
+        if self._watcher is None and not self.scheduler.closed:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        """Reload when a model file has changed and then stayed the same for MODEL_WATCH_S (a
+        copy in progress is waited for). The models are read into memory, so the old ones keep
+        serving until then."""
+        seen: dict[str, FileIdentity] = {}
+        while not self.scheduler.closed:
+            await asyncio.sleep(MODEL_WATCH_S)
+            now = {path: file_identity(path) for path in self._model_files}
+            changed = [p for p, was in self._model_files.items() if now[p] != was]
+            if changed and all(seen.get(p) == now[p] for p in changed):
+                self.tell(f"{changed[0]} changed on disk: reloading", lsp.MessageType.Info)
+                await self.update_engine(reload=True)
+            seen = now
 
     async def _begin_progress(self, message: str) -> str | None:
         caps = self.client_capabilities.window
@@ -146,6 +177,14 @@ class SpecLanguageServer(LanguageServer):
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
 
         return report
+
+
+def file_identity(path: str) -> FileIdentity:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def merge_valid(

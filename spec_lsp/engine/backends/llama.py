@@ -56,6 +56,8 @@ class LlamaModel:
         self._lib = llama_cpp
         file = check_model_file(path, what=what)
         threads = threads or os.cpu_count() or 1
+        if gpu_layers == 0:
+            check_context_fits(file, n_ctx, what=what)
         try:
             # verbose=False would make llama-cpp-python dup2 stdout to /dev/null while it loads:
             # in a language server that silently drops protocol messages written meanwhile by
@@ -70,16 +72,26 @@ class LlamaModel:
                     n_threads_batch=threads,
                     n_gpu_layers=gpu_layers,
                     logits_all=False,
+                    # Read the weights into memory rather than mapping the file: a mapped file
+                    # that is truncated or overwritten in place (cp, curl -o) kills the process
+                    # with SIGBUS at the next decode. (RSS is no higher: llama.cpp repacks most
+                    # CPU weights into memory of its own anyway.)
+                    use_mmap=False,
                     verbose=True,
                 )
             from llama_cpp._logger import set_verbose
 
             set_verbose(False)
         except (ValueError, RuntimeError) as exc:
+            if "context" in str(exc):  # the weights loaded; the KV cache did not fit
+                raise EngineError(
+                    f"not enough memory for a {n_ctx}-token context for {what} {file} ({exc}): "
+                    f"lower `contextSize` (now {n_ctx})."
+                ) from exc
             raise EngineError(
-                f"llama.cpp could not load {what} {file} with a {n_ctx}-token context ({exc}). "
-                "The file may be truncated or of an unsupported architecture, or the context may "
-                "not fit in memory: pull the model again or lower `contextSize`."
+                f"llama.cpp could not load {what} {file} ({exc}): the file is truncated, corrupt "
+                "or of an architecture this llama.cpp does not support. Pull it again "
+                f"(`spec-lsp models pull`) or set `{what}` to another GGUF file."
             ) from exc
         self._ctx = self._llm._ctx.ctx
         self._model = self._llm._model.model
@@ -233,6 +245,58 @@ class LlamaModel:
             vocab_fingerprint=texts.hexdigest()[:16],
             add_bos=bool(lib.llama_vocab_get_add_bos(vocab)),
         )
+
+
+def kv_cache_bytes(file: Path, n_ctx: int) -> int | None:
+    """The f16 KV cache of an n_ctx context, from the GGUF header (None if it does not say)."""
+    from spec_lsp.gguf_meta import GGUFFormatError, read_metadata
+
+    try:
+        arch = read_metadata(file, keep_arrays=()).get("general.architecture")
+        kv_key = f"{arch}.attention.head_count_kv"
+        meta = read_metadata(file, keep_arrays=(kv_key,))
+    except (OSError, GGUFFormatError):
+        return None
+    kv_heads = meta.get(kv_key, meta.get(f"{arch}.attention.head_count"))
+    if isinstance(kv_heads, list):  # per layer
+        kv_heads = max(kv_heads, default=None)
+    numbers: list[Any] = [
+        meta.get(f"{arch}.block_count"),
+        meta.get(f"{arch}.attention.head_count"),
+        meta.get(f"{arch}.embedding_length"),
+        kv_heads,
+    ]
+    if not all(isinstance(n, int) and n > 0 for n in numbers):
+        return None
+    layers, heads, embedding, kv_heads = numbers
+    key = int(meta.get(f"{arch}.attention.key_length", embedding // heads))
+    value = int(meta.get(f"{arch}.attention.value_length", key))
+    return int(n_ctx * layers * kv_heads * (key + value) * 2)
+
+
+def memory_available() -> int | None:
+    """MemAvailable from /proc/meminfo, in bytes (None where there is no such file)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def check_context_fits(file: Path, n_ctx: int, *, what: str) -> None:
+    """Refuse a context whose KV cache alone exceeds the memory available: allocating it would
+    fail, or, with overcommit, succeed and then bring in the OOM killer."""
+    needed, available = kv_cache_bytes(file, n_ctx), memory_available()
+    if needed is None or available is None or needed <= available:
+        return
+    fits = max(256, n_ctx * available // needed // 256 * 256)
+    raise EngineError(
+        f"a {n_ctx}-token context for {what} {file.name} needs {needed / 2**30:.1f} GiB for its "
+        f"KV cache but only {available / 2**30:.1f} GiB of memory is available: lower "
+        f"`contextSize` (about {fits} fits now)."
+    )
 
 
 def plain_llama(path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bool) -> Any:
