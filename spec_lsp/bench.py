@@ -94,10 +94,30 @@ class Run:
         return max(self.tokens - 1, 0) / self.seconds if self.seconds > 0 else 0.0
 
 
-def main(settings: Settings, *, quick: bool = False, out: Path = Path("bench/out")) -> int:
+def main(
+    settings: Settings,
+    *,
+    quick: bool = False,
+    out: Path = Path("bench/out"),
+    part: str = "all",
+) -> int:
     out.mkdir(parents=True, exist_ok=True)
     max_tokens = 32 if quick else 48
     reps = 1 if quick else 2
+    tables = ""
+    if part in ("all", "sources"):
+        from spec_lsp import bench_sources
+
+        source_prompts = {w: p[:1] if quick else p for w, p in bench_sources.WORKLOADS.items()}
+        tables += bench_sources.run(settings, source_prompts, max_tokens, reps, out)
+    if part in ("all", "policies"):
+        tables += _bench_policies(settings, quick, out, max_tokens, reps)
+    (out / "bench.md").write_text(tables)
+    print(tables)
+    return 0
+
+
+def _bench_policies(settings: Settings, quick: bool, out: Path, max_tokens: int, reps: int) -> str:
     prompts = {w: p[:1] if quick else p for w, p in WORKLOADS.items()}
     runs: list[Run] = []
     pairs = [("ngram", settings.model_copy(update={"drafter": "ngram"}))]
@@ -121,11 +141,9 @@ def main(settings: Settings, *, quick: bool = False, out: Path = Path("bench/out
             runs += _bench_llama_cpp_python(engine, prompts, max_tokens)
         engine.close()
     tables = render(runs)
-    (out / "bench.md").write_text(tables)
     (out / "bench.json").write_text(json.dumps([r.__dict__ for r in runs], indent=1))
     _plots(runs, out)
-    print(tables)
-    return 0
+    return tables
 
 
 def _smol() -> str:

@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_flags(bench)
     bench.add_argument("--quick", action="store_true", help="fewer prompts and cells")
     bench.add_argument("--out", default="bench/out", help="directory for the table and plots")
+    bench.add_argument(
+        "--part",
+        choices=("all", "policies", "sources"),
+        default="all",
+        help="policies: none / fixed k / adaptive per drafter; sources: each draft source and auto",
+    )
 
     profile = sub.add_parser("profile", help="measure this machine's verify-cost curve")
     _settings_flags(profile)

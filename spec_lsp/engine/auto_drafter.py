@@ -27,7 +27,9 @@ from spec_lsp.engine.profile import CostProfile
 
 NOTHING = "none"
 MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measured
-TAIL = 16  # context tokens compared to recognise the previous call's context
+TAIL = 16
+PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
+PROBE_MAX = 1024  # context tokens compared to recognise the previous call's context
 
 
 @dataclass
@@ -39,7 +41,7 @@ class Source:
     chosen: int = 0
     tested: int = 0  # draft tokens compared with what the target committed
     accepted: int = 0
-    probe_interval: int = 8  # rounds without this (costly) source before trying it again
+    probe_interval: int = PROBE_FIRST  # rounds without this (costly) source before trying it
     idle_rounds: int = 0
 
     @property
@@ -115,7 +117,7 @@ class AutoDrafter:
         model = best.source  # run the draft model now
         others = max(o.rate for o in options if o is not best)
         winning = self._best(model, request.max_tokens)[0] >= others
-        model.probe_interval = 8 if winning else min(2 * model.probe_interval, 256)
+        model.probe_interval = PROBE_FIRST if winning else min(2 * model.probe_interval, PROBE_MAX)
         model.idle_rounds = 0
         draft = self._run(model, replace(request, max_tokens=best.n))
         pending.proposals[model.name] = draft.tokens
@@ -124,9 +126,19 @@ class AutoDrafter:
     def _consider_model(self, source: Source, k: int) -> _Option:
         rate, n = self._best(source, k)
         source.idle_rounds += 1
-        if source.seconds_per_step is None or source.idle_rounds >= source.probe_interval:
-            return _Option(float("inf"), source, max(n, min(2, k)), None)  # measure it / retry
+        if source.idle_rounds >= source.probe_interval and self._could_pay(source, k):
+            return _Option(float("inf"), source, max(n, min(2, k)), None)  # try it again
         return _Option(rate, source, n, None)
+
+    def _could_pay(self, source: Source, k: int) -> bool:
+        """Would this source beat drafting nothing if nearly every token were accepted? A draft
+        model as costly as the target never would: trying it is pure loss (and each try first
+        catches its cache up on everything since the last one)."""
+        return any(
+            (1 - 0.99 ** (m + 1)) / 0.01 / (self._draft_cost(source, m) + self._verify(m + 1))
+            > 1.0 / self._verify(1)
+            for m in range(1, k + 1)
+        )
 
     def _best(self, source: Source, n: int) -> tuple[float, int]:
         """The best rate over draft lengths 1..n of this source, and that length (0: none)."""

@@ -37,14 +37,16 @@ class Drafter(Protocol):
 
 
 class NgramDrafter:
-    """Prompt lookup: find the latest earlier occurrence of the context's last n tokens and
-    propose what followed it. Free to compute; strong when code repeats its context."""
+    """Prompt lookup: find the earlier occurrence of the context's last n tokens that shares the
+    most context before them (the latest among equals) and propose what followed it. Free to
+    compute; strong when code repeats its context."""
 
     name = "ngram"
 
-    def __init__(self, *, max_ngram: int = 4, min_ngram: int = 1) -> None:
+    def __init__(self, *, max_ngram: int = 4, min_ngram: int = 1, max_candidates: int = 32) -> None:
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
+        self.max_candidates = max_candidates  # latest occurrences compared by context length
 
     def draft(self, request: DraftRequest) -> Draft:
         context = np.asarray(request.context, dtype=np.int64)
@@ -52,9 +54,26 @@ class NgramDrafter:
             windows = sliding_window_view(context[:-1], n)  # earlier n-grams, not the tail itself
             hits = np.flatnonzero((windows == context[-n:]).all(axis=1))
             if hits.size:
-                start = int(hits[-1]) + n
+                start = _best_hit(context, hits[-self.max_candidates :], n) + n
                 return Draft(context[start : start + request.max_tokens].tolist())
         return Draft([])
+
+
+def _best_hit(context: np.ndarray, hits: np.ndarray, n: int, reach: int = 64) -> int:
+    """Of the earlier occurrences of the tail n-gram, the one whose match extends furthest back
+    (the same context, not just the same few tokens); the latest among equals."""
+    if hits.size == 1:
+        return int(hits[0])
+    tail = context[-reach - n : -n][::-1]  # the tokens before the tail n-gram, nearest first
+    best, best_len = int(hits[-1]), -1
+    for hit in hits[::-1].tolist():
+        before = context[max(hit - reach, 0) : hit][::-1]
+        m = min(len(before), len(tail))
+        differ = np.flatnonzero(before[:m] != tail[:m])
+        length = int(differ[0]) if differ.size else m
+        if length > best_len:
+            best, best_len = hit, length
+    return best
 
 
 class ModelDrafter:

@@ -337,7 +337,7 @@ class Engine:
         target, s = loaded.target, self.settings
         prefix_budget, suffix_budget = s.prefix_tokens, s.suffix_tokens
         room = target.n_ctx - request.max_tokens - 8
-        for _attempt in range(4):
+        for _attempt in range(16):  # halve the budgets until the prompt fits
             prefix, suffix = window.window(
                 request.prefix.rstrip(" \t"),  # trailing blanks: the model writes them (see heal)
                 request.suffix,

@@ -74,7 +74,7 @@ def postprocess(raw: str, *, prefix: str, suffix: str, multiline: bool) -> str:
     while len(lines) > 1 and not lines[-1]:
         lines.pop()
     text = _drop_rest_of_line("\n".join(lines), ctx)
-    if _blank(text):
+    if not text.strip():  # blanks and line breaks alone are no suggestion
         return ""
     return text.replace("\n", "\r\n") if ctx.crlf else text
 

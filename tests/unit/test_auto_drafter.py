@@ -10,7 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec_lsp.engine.auto_drafter import NOTHING, AutoDrafter
+from spec_lsp.engine.auto_drafter import NOTHING, PROBE_FIRST, AutoDrafter
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
 from spec_lsp.engine.drafting import Draft, DraftRequest
@@ -155,8 +155,21 @@ def test_the_model_is_used_when_lookups_have_nothing_and_it_pays():
         [Synthetic("lookup", "silent")], model=model, profile=gpu_like(), clock=clock
     )
     _, stats = run([3, 1], auto)
-    assert auto.report()["model"]["chosen"] >= stats.rounds - 1
+    # first tried after PROBE_FIRST rounds (trying costs a catch-up); once it wins, every round
+    assert auto.report()["model"]["chosen"] >= stats.rounds - PROBE_FIRST - 1
     assert stats.accepted == stats.drafted > 0
+
+
+def test_a_model_that_cannot_pay_is_never_tried():
+    """A draft model as slow as the target (on a CPU) never beats drafting nothing."""
+    clock = Clock()
+    model = Synthetic("model", "right", clock=clock, step=0.02)
+    auto = AutoDrafter(
+        [Synthetic("lookup", "silent")], model=model, profile=gpu_like(), clock=clock
+    )
+    auto.sources[-1].seconds_per_step = 1.0  # measured: a second per draft token
+    run([3, 1], auto)
+    assert auto.report()["model"]["chosen"] == 0
 
 
 def test_a_model_that_does_not_pay_is_probed_rarely():

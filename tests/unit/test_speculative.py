@@ -219,3 +219,14 @@ def test_sequences_from_speculative_sampling_match_plain_sampling(deterministic)
     chi2 = sum((counts[c] - n * exact[c]) ** 2 / (n * exact[c]) for c in cells)
     assert sum(counts[c] for c in exact if c not in cells) <= n * 0.02 + 10
     assert chi2 < 40.0  # ~p = 0.001 at up to 15 degrees of freedom
+
+
+def test_ngram_lookup_prefers_the_occurrence_with_the_longest_shared_context():
+    # "x = 1 ; A B -> C" earlier, "y = 2 ; A B -> D" later; the tail "x = 1 ; A B" matches the
+    # first occurrence further back, so its continuation (C) is proposed, not the latest (D)
+    x, y, eq, one, two, semi, a, b, c, d = range(10, 20)
+    context = [x, eq, one, semi, a, b, c, 0, y, eq, two, semi, a, b, d, 0, x, eq, one, semi, a, b]
+    request = DraftRequest(context, 1, SamplingParams(), np.random.default_rng(0))
+    assert NgramDrafter(max_ngram=2).draft(request).tokens == [c]
+    latest_only = NgramDrafter(max_ngram=2, max_candidates=1)
+    assert latest_only.draft(request).tokens == [d]

@@ -1,0 +1,290 @@
+"""`spec-lsp bench --part sources`: each draft source, and `auto`, under the adaptive policy.
+
+Sources: n-gram lookup in the prompt, workspace lookup (other open documents, the whole current
+document), the draft model drafting across vocabularies (SmolLM2-135M for the Qwen target), and
+auto (per round the source with the best expected rate). Same prompts, interleaved, ratios to no
+speculation; plus each source's acceptance per workload, scored offline against the target's own
+greedy output (a draft of 4 at every position), so it does not depend on what the policy chose.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from spec_lsp.bench import (
+    TEMPERATURES,
+    Run,
+    _log,
+    _rate,
+    _smol,
+    _warm_up,
+)
+from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
+from spec_lsp.config import Settings
+from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
+from spec_lsp.engine import profile as cost_profile
+from spec_lsp.engine.auto_drafter import AutoDrafter
+from spec_lsp.engine.backends.base import common_prefix_len
+from spec_lsp.engine.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafting import Drafter, DraftRequest, NgramDrafter
+from spec_lsp.engine.engine import PROFILE_TEXT
+from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy, prior_acceptance
+from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.types import DecodeStats
+from spec_lsp.engine.workspace_index import WorkspaceDrafter, WorkspaceIndex
+
+SOURCES = ("ngram", "workspace", "crossvocab", "auto")
+CURRENT = "file:///bench/current.py"
+# other open documents, as an editor would have them: the workspace index holds them
+OPEN_DOCUMENTS = {
+    "file:///bench/users.py": (
+        "import sqlite3\n\n\nclass UserStore:\n    def __init__(self, db: sqlite3.Connection):\n"
+        "        self.db = db\n\n"
+        "    def get(self, user_id: int) -> dict | None:\n"
+        '        row = self.db.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()\n'
+        "        return dict(row) if row else None\n\n"
+        "    def delete(self, user_id: int) -> None:\n"
+        '        self.db.execute("DELETE FROM users WHERE id = ?", (user_id,))\n'
+        "        self.db.commit()\n"
+    ),
+    "file:///bench/http.py": (
+        "import requests\n\n\ndef fetch_json(session: requests.Session, url: str, *, timeout: float = 10.0) -> dict:\n"
+        "    response = session.get(url, timeout=timeout)\n"
+        "    response.raise_for_status()\n"
+        "    return response.json()\n\n\n"
+        "def post_json(session: requests.Session, url: str, payload: dict, *, timeout: float = 10.0) -> dict:\n"
+        "    response = session.post(url, json=payload, timeout=timeout)\n"
+        "    response.raise_for_status()\n"
+        "    return response.json()\n"
+    ),
+}
+WORKLOADS: dict[str, list[tuple[str, str]]] = {
+    **POLICY_WORKLOADS,
+    "crossfile": [  # code that repeats another open file
+        (
+            "import sqlite3\n\n\nclass OrderStore:\n    def __init__(self, db: sqlite3.Connection):\n"
+            "        self.db = db\n\n    def get(self, order_id: int) -> dict | None:\n",
+            "\n",
+        ),
+        (
+            "import requests\n\n\ndef put_json(session: requests.Session, url: str, payload: dict, *, timeout: float = 10.0) -> dict:\n",
+            "\n",
+        ),
+    ],
+}
+
+
+def run(
+    settings: Settings,
+    prompts: dict[str, list[tuple[str, str]]],
+    max_tokens: int,
+    reps: int,
+    out: Path,
+) -> str:
+    engine = build_engine(settings.model_copy(update={"drafter": "none"}))
+    engine.load()
+    loaded = engine._loaded
+    assert loaded is not None
+    target = loaded.target
+    profile = engine.ensure_profile()
+    from spec_lsp.engine.loading import open_model
+
+    smol = open_model(_smol(), settings, what="draftModel")
+    cross = CrossVocabDrafter(smol, target=target)
+    context = target.tokenize(PROFILE_TEXT)[:256]
+    per_token, fixed = cost_profile._measure_drafter(cross, context)
+    model_profile = replace(profile, draft_seconds_per_token=per_token, draft_seconds_fixed=fixed)
+    _log(
+        f"[sources] verify n/1: {profile.relative()}; SmolLM2 cross-vocabulary draft "
+        f"{per_token * 1000:.1f} ms/token + {fixed * 1000:.1f} ms/call "
+        f"(target verify(1) {profile.verify(1) * 1000:.1f} ms)"
+    )
+    index = WorkspaceIndex()
+    for uri, text in OPEN_DOCUMENTS.items():
+        index.update(uri, text)
+    ngram = NgramDrafter()
+    workspace = WorkspaceDrafter(index, target, document_id=CURRENT)
+    runs: list[Run] = []
+    reports: dict[tuple[str, float], dict[str, dict[str, float]]] = {}
+    greedy: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+    for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
+        prior = prior_acceptance(temperature)
+        estimates = {name: AcceptanceEstimate(prior) for name in SOURCES}
+        auto = AutoDrafter([ngram, workspace], model=cross, profile=profile)
+        drafters: dict[str, Drafter] = {
+            "ngram": ngram,
+            "workspace": workspace,
+            "crossvocab": cross,
+            "auto": auto,
+        }
+        for number, (prefix, suffix) in enumerate(items):
+            index.update(CURRENT, prefix + suffix)
+            workspace.cursor = len(prefix)
+            request = CompletionRequest(prefix=prefix, suffix=suffix, language="python")
+            prompt = engine.prompt_tokens(request)
+            _warm_up(target, prompt)
+            for rep in range(reps):
+                names = ["none", *SOURCES]
+                order = names[rep % len(names) :] + names[: rep % len(names)]  # interleave
+                for name in order:
+                    stats = DecodeStats()
+                    policy = (
+                        FixedPolicy(0)
+                        if name == "none"
+                        else AdaptivePolicy(
+                            model_profile if name == "crossvocab" else profile,
+                            estimate=estimates[name],
+                            draft_max=settings.draft_max,
+                        )
+                    )
+                    job = DecodeJob(
+                        prompt,
+                        max_tokens,
+                        SamplingParams(temperature, 40, 0.95, seed=rep),
+                        frozenset(),
+                    )
+                    tokens = generate(
+                        target,
+                        drafters.get(name),
+                        policy,
+                        job,
+                        cancel=CancelToken(),
+                        rng=np.random.default_rng(rep),
+                        stats=stats,
+                    )
+                    if name == "none" and temperature == 0.0 and rep == 0:
+                        greedy[(workload, number)] = (prompt, tokens)
+                    runs.append(
+                        Run(
+                            "sources",
+                            workload,
+                            temperature,
+                            name,
+                            number,
+                            stats.tokens,
+                            stats.decode_seconds,
+                            stats.drafted,
+                            stats.accepted,
+                            stats.k_trace,
+                        )
+                    )
+                _log(
+                    f"[sources] {workload} T={temperature} prompt {number} rep {rep}: "
+                    + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
+                )
+        reports[(workload, temperature)] = auto.report()
+    acceptance = _offline_acceptance(
+        greedy,
+        {"ngram": ngram, "workspace": workspace, "crossvocab": cross},
+        workspace,
+        index,
+        prompts,
+    )
+    smol.close()
+    engine.close()
+    import json
+
+    (out / "bench_sources.json").write_text(
+        json.dumps(
+            {
+                "runs": [r.__dict__ for r in runs],
+                "auto": {f"{w} T={t}": rep for (w, t), rep in reports.items()},
+                "acceptance": acceptance,
+            },
+            indent=1,
+        )
+    )
+    return render(runs, reports, acceptance)
+
+
+def _offline_acceptance(
+    greedy: dict[tuple[str, int], tuple[list[int], list[int]]],
+    sources: dict[str, Drafter],
+    workspace: WorkspaceDrafter,
+    index: WorkspaceIndex,
+    prompts: dict[str, list[tuple[str, str]]],
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Per workload and source: at every position of the target's greedy output, a draft of 4
+    scored against what the target wrote. coverage: share of positions with a proposal."""
+    result: dict[str, dict[str, dict[str, float]]] = defaultdict(dict)
+    rng = np.random.default_rng(0)
+    for name, drafter in sources.items():
+        totals: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+        for (workload, number), (prompt, tokens) in greedy.items():
+            prefix, suffix = prompts[workload][number]
+            index.update(CURRENT, prefix + suffix)
+            workspace.cursor = len(prefix)
+            total = totals[workload]
+            for i in range(len(tokens) - 1):
+                draft = drafter.draft(
+                    DraftRequest([*prompt, *tokens[:i]], 4, SamplingParams(), rng)
+                ).tokens
+                tested = draft[: len(tokens) - i]
+                total[0] += 1
+                total[1] += bool(tested)
+                total[2] += len(tested)
+                total[3] += common_prefix_len(tested, tokens[i : i + len(tested)])
+        for workload, (positions, covered, proposed, accepted) in totals.items():
+            result[workload][name] = {
+                "coverage": round(covered / positions, 3) if positions else 0.0,
+                "acceptance": round(accepted / proposed, 3) if proposed else 0.0,
+            }
+    return dict(result)
+
+
+def render(
+    runs: list[Run],
+    reports: dict[tuple[str, float], dict[str, dict[str, float]]],
+    acceptance: dict[str, dict[str, dict[str, float]]],
+) -> str:
+    cells: dict[tuple[str, float], dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for r in runs:
+        cells[(r.workload, r.temperature)][r.policy].append(r)
+    lines = [
+        "\n### draft sources (adaptive policy; Qwen target; tokens/s ratio to no speculation)\n",
+        "| workload | T | none tok/s | "
+        + " | ".join(SOURCES)
+        + " | auto / best single | auto rounds per source | accept (drafted) per source |",
+        "|---" * (len(SOURCES) + 6) + "|",
+    ]
+    for (workload, temperature), by in sorted(cells.items()):
+        base = _rate(by["none"])
+        ratios = {s: _rate(by[s]) / base if base else 0.0 for s in SOURCES}
+        best = max(ratios[s] for s in SOURCES if s != "auto")
+        chosen = reports.get((workload, temperature), {})
+        picks = ", ".join(f"{s} {int(v['chosen'])}" for s, v in chosen.items())
+        accepts = ", ".join(
+            f"{s} {_accept(by[s]):.0%} ({sum(r.drafted for r in by[s])})"
+            for s in SOURCES
+            if s != "auto"
+        )
+        lines.append(
+            f"| {workload} | {temperature} | {base:.2f} | "
+            + " | ".join(f"{ratios[s]:.2f}x" for s in SOURCES)
+            + f" | {ratios['auto'] / best:.2f} | {picks} | {accepts} |"
+        )
+    lines += [
+        "\n### acceptance per source and workload (T = 0; a draft of 4 at every position of "
+        "the target's greedy output; coverage = positions with a proposal)\n",
+        "| workload | " + " | ".join(s for s in SOURCES if s != "auto") + " |",
+        "|---" * len(SOURCES) + "|",
+    ]
+    for workload, by_source in sorted(acceptance.items()):
+        lines.append(
+            f"| {workload} | "
+            + " | ".join(
+                f"{v['acceptance']:.0%} (coverage {v['coverage']:.0%})" for v in by_source.values()
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _accept(runs: list[Run]) -> float:
+    drafted = sum(r.drafted for r in runs)
+    return sum(r.accepted for r in runs) / drafted if drafted else 0.0
