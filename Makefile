@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 SPEC   := $(VENV)/bin/spec-lsp
 STAMP  := $(VENV)/.installed
 
-.PHONY: install models demo test lint typecheck bench replay clean
+.PHONY: install models demo test lint typecheck bench replay clean editors-vscode-e2e editors-neovim-e2e
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,13 @@ replay: models
 
 bench: models
 	$(SPEC) bench
+
+# real editors, not in `make test` (downloads Node, code-server, Neovim into editors/.cache)
+editors-vscode-e2e: install
+	$(MAKE) -C editors vscode-e2e BACKEND=real
+
+editors-neovim-e2e: install
+	$(MAKE) -C editors neovim-e2e BACKEND=real
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

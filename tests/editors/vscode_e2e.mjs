@@ -1,0 +1,349 @@
+// End-to-end test in real VS Code: code-server (VS Code's workbench and extension host, in a
+// browser) with the packaged spec-lsp .vsix installed, driven by Debian's chromium through
+// playwright-core. Open a Python file, type, see the ghost text, press Tab, check the saved
+// file, check the status bar stats and the commands; screenshots go to $SPEC_LSP_E2E_OUT.
+//
+// Run through editors/scripts/run-vscode-e2e.sh (it installs everything and sets the paths):
+//   make -C editors vscode-e2e                                # fake backend (seconds)
+//   make -C editors vscode-e2e SPEC_LSP_E2E_BACKEND=real      # the default Qwen model (minutes)
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+const env = (name, fallback) => {
+  const value = process.env[name] ?? fallback;
+  if (value === undefined) throw new Error(`${name} is not set (use editors/scripts/run-vscode-e2e.sh)`);
+  return value;
+};
+const CODE_SERVER = env('SPEC_LSP_CODE_SERVER');
+const VSIX = env('SPEC_LSP_VSIX');
+const PLAYWRIGHT = env('SPEC_LSP_PLAYWRIGHT'); // folder holding node_modules/playwright-core
+const CHROMIUM = env('SPEC_LSP_CHROMIUM', '/usr/bin/chromium');
+const SPEC_LSP = env('SPEC_LSP_EXE');
+const BACKEND = env('SPEC_LSP_E2E_BACKEND', 'fake');
+const OUT = env('SPEC_LSP_E2E_OUT');
+const REAL = BACKEND === 'real';
+const TIMEOUT_S = Number(env('SPEC_LSP_E2E_TIMEOUT', REAL ? '600' : '60'));
+
+const require = createRequire(import.meta.url);
+const { chromium } = require(path.join(PLAYWRIGHT, 'node_modules', 'playwright-core'));
+
+// What to type, and what the ghost text must start with (null: whatever the model writes).
+const CASE = REAL
+  ? {
+      // An empty function body: the model suggests several lines (multi-line ghost text).
+      before: 'def is_prime(n: int) -> bool:\n    """Return True if n is a prime number."""\n',
+      typed: '    ',
+      expect: null,
+    }
+  : { before: 'import os\n\n', typed: 'def fo', expect: 'o(x):' };
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const log = (...args) => console.log(`[vscode-e2e ${new Date().toISOString().slice(11, 19)}]`, ...args);
+const clean = (text) => (text ?? '').replace(/\u00a0/g, ' ').replace(/\u200b/g, '');
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+async function waitFor(what, probe, timeoutMs, intervalMs = 250) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)}s waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
+
+function setUp() {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'spec-lsp-vscode-'));
+  const dirs = {
+    root,
+    userData: path.join(root, 'user-data'),
+    extensions: path.join(root, 'extensions'),
+    workspace: path.join(root, 'workspace'),
+    xdg: path.join(root, 'xdg'),
+  };
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
+  const serverLog = path.join(root, 'server.log');
+  const serverArgs = ['serve', '--log-file', serverLog, '--log-level', 'DEBUG'];
+  if (!REAL) serverArgs.push('--backend', 'fake');
+  const settings = {
+    'security.workspace.trust.enabled': false,
+    'workbench.startupEditor': 'none',
+    'workbench.secondarySideBar.defaultVisibility': 'hidden',
+    'workbench.tips.enabled': false,
+    'workbench.colorTheme': 'Default Dark Modern',
+    'chat.disableAIFeatures': true,
+    'extensions.autoCheckUpdates': false,
+    'extensions.autoUpdate': false,
+    'telemetry.telemetryLevel': 'off',
+    'files.hotExit': 'off',
+    'files.autoSave': 'off',
+    'editor.fontSize': 15,
+    'editor.minimap.enabled': false,
+    'editor.inlineSuggest.enabled': true,
+    // No suggest widget (word-based suggestions would take Tab); the ghost text is the subject.
+    'editor.quickSuggestions': { other: false, comments: false, strings: false },
+    'editor.suggestOnTriggerCharacters': false,
+    'specLsp.serverCommand': SPEC_LSP,
+    'specLsp.serverArgs': serverArgs,
+    'specLsp.statsIntervalMs': 1000,
+  };
+  fs.writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+  // code-server is a remote window: settings with scope machine(-overridable), such as
+  // specLsp.serverCommand, are read from the remote ("Machine") settings, not the user's.
+  fs.mkdirSync(path.join(dirs.userData, 'Machine'), { recursive: true });
+  const machine = Object.fromEntries(Object.entries(settings).filter(([k]) => k.startsWith('specLsp.server')));
+  fs.writeFileSync(path.join(dirs.userData, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));
+  // A key for "Trigger Inline Suggestion" (triggerKind Invoked), used if the model was still
+  // loading when we typed: editors only ask while typing.
+  const keybindings = [{ key: 'ctrl+alt+g', command: 'editor.action.inlineSuggest.trigger', when: 'editorTextFocus' }];
+  fs.writeFileSync(path.join(dirs.userData, 'User', 'keybindings.json'), JSON.stringify(keybindings));
+  fs.writeFileSync(path.join(dirs.workspace, 'demo.py'), CASE.before);
+  return { dirs, serverLog };
+}
+
+function codeServerEnv(dirs) {
+  return {
+    ...process.env,
+    XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'),
+    XDG_DATA_HOME: path.join(dirs.xdg, 'data'),
+  };
+}
+
+async function startCodeServer(dirs) {
+  const common = ['--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions];
+  log('installing', path.basename(VSIX));
+  execFileSync(CODE_SERVER, ['--install-extension', VSIX, '--force', ...common], {
+    env: codeServerEnv(dirs),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const port = await freePort();
+  const out = fs.openSync(path.join(dirs.root, 'code-server.log'), 'a');
+  const child = spawn(
+    CODE_SERVER,
+    ['--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
+      '--disable-workspace-trust', '--disable-getting-started-override', ...common, dirs.workspace],
+    { env: codeServerEnv(dirs), detached: true, stdio: ['ignore', out, out] },
+  );
+  const url = `http://127.0.0.1:${port}/`;
+  await waitFor('code-server', async () => {
+    try {
+      return (await fetch(`${url}healthz`)).ok;
+    } catch {
+      return false;
+    }
+  }, 60_000);
+  log('code-server', url, 'pid', child.pid);
+  return { child, url };
+}
+
+async function ghostText(page) {
+  return page.evaluate(() => {
+    const root = document.querySelector('.editor-group-container .monaco-editor');
+    if (!root) return null;
+    const inline = [...root.querySelectorAll('.ghost-text-decoration')].map((e) => e.textContent).join('');
+    // Further lines live in a view zone below the cursor line, one .view-line each.
+    const lines = [...root.querySelectorAll('.view-zones .suggest-preview-text .view-line')]
+      .filter((e) => e.querySelector('.ghost-text'))
+      .map((e) => e.textContent);
+    return inline || lines.some((l) => l.trim()) ? { inline, lines } : null;
+  });
+}
+
+async function statusText(page) {
+  return page.evaluate(() => {
+    const item = [...document.querySelectorAll('.statusbar-item')].find((e) => (e.id || '').includes('specLsp.status'));
+    return item ? { text: item.textContent.trim(), html: item.innerHTML } : null;
+  });
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: 10_000 });
+  await input.fill(`>${title}`);
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first().waitFor({ timeout: 10_000 });
+  await page.keyboard.press('Enter');
+}
+
+/**
+ * Do `act` at the end of demo.py, wait for ghost text, screenshot it, save, Tab, save again.
+ * We always type at the end of the file, so the file after accepting must be exactly the file
+ * before plus the ghost text (lines compared without trailing blanks: VS Code trims the
+ * indentation it inserted itself when the cursor leaves the line).
+ */
+async function ghostStep(page, file, name, act) {
+  const step = { name };
+  const t0 = Date.now();
+  const statusBefore = (await statusText(page))?.text;
+  await act();
+  let lastTrigger = Date.now();
+  const ghost = await waitFor(`ghost text (${name})`, async () => {
+    const g = await ghostText(page);
+    if (g) return g;
+    if (Date.now() - lastTrigger > (REAL ? 90_000 : 5_000)) {
+      log('no ghost text yet: Trigger Inline Suggestion');
+      await page.keyboard.press('Control+Alt+G');
+      lastTrigger = Date.now();
+    }
+    return null;
+  }, TIMEOUT_S * 1000, 250);
+  step.ghost_s = (Date.now() - t0) / 1000;
+  step.ghost = { inline: clean(ghost.inline), lines: ghost.lines.map(clean) };
+  log(`ghost text (${name}):`, JSON.stringify(step.ghost), `(after ${step.ghost_s}s)`);
+  if (process.env.SPEC_LSP_E2E_DEBUG) {
+    const html = await page.evaluate(() => document.querySelector('.editor-group-container .monaco-editor').outerHTML);
+    fs.writeFileSync(path.join(OUT, `dom-${name}.html`), html);
+  }
+  // Let the status bar catch up with this completion's stats (polled every second), then shoot.
+  await waitFor('fresh stats', async () => (await statusText(page))?.text !== statusBefore, 2500).catch(() => {});
+  step.screenshot = path.join(OUT, `vscode-ghost-${BACKEND}-${name}.png`);
+  await page.screenshot({ path: step.screenshot });
+
+  const mtime = fs.statSync(file).mtimeMs;
+  await page.keyboard.press('Control+S');
+  await waitFor('demo.py saved', () => fs.statSync(file).mtimeMs !== mtime, 10_000);
+  const before = fs.readFileSync(file, 'utf8');
+  if (!(await ghostText(page))) throw new Error(`the ghost text (${name}) went away on save`);
+  await page.keyboard.press('Tab');
+  await sleep(500);
+  await page.keyboard.press('Control+S');
+  const norm = (text) => text.split('\n').map((l) => l.trimEnd()).join('\n').replace(/\n+$/, '');
+  const want = norm(before + step.ghost.inline + step.ghost.lines.map((l) => `\n${l}`).join(''));
+  try {
+    step.saved = await waitFor(`the accepted text in demo.py (${name})`, () => {
+      const text = fs.readFileSync(file, 'utf8');
+      return norm(text) === want ? text : null;
+    }, 15_000);
+  } catch (error) {
+    step.saved = fs.readFileSync(file, 'utf8');
+    throw new Error(`${error.message}\nexpected ${JSON.stringify(want)}\ngot      ${JSON.stringify(norm(step.saved))}`);
+  }
+  log(`demo.py after Tab + save (${name}):`, JSON.stringify(step.saved));
+  return step;
+}
+
+async function main() {
+  fs.mkdirSync(OUT, { recursive: true });
+  for (const old of fs.readdirSync(OUT)) {
+    if (old.startsWith('vscode-') && old.includes(`-${BACKEND}`)) fs.rmSync(path.join(OUT, old));
+  }
+  const { dirs, serverLog } = setUp();
+  const started = Date.now();
+  const { child, url } = await startCodeServer(dirs);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  const result = { backend: BACKEND, ok: false };
+  try {
+    const page = await browser.newPage({ viewport: { width: 1000, height: 560 } });
+    await page.goto(`${url}?folder=${encodeURIComponent(dirs.workspace)}`);
+    await page.waitForSelector('.monaco-workbench', { timeout: 120_000 });
+    log('workbench loaded');
+
+    // Open demo.py with Quick Open.
+    await waitFor('quick open', async () => {
+      await page.keyboard.press('Control+P');
+      return page.locator('.quick-input-widget input').isVisible();
+    }, 30_000, 1000);
+    await page.keyboard.type('demo.py');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'demo.py' }).first().waitFor({ timeout: 20_000 });
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('.editor-group-container .monaco-editor .view-lines', { timeout: 30_000 });
+    log('demo.py open');
+
+    // The extension starts the server; the status bar shows stats once the model is loaded.
+    const loadStart = Date.now();
+    const ready = await waitFor('the status bar stats (server running, model loaded)', async () => {
+      const s = await statusText(page);
+      return s && s.text.includes('tok/s') ? s : null;
+    }, TIMEOUT_S * 1000, 500);
+    result.load_s = (Date.now() - loadStart) / 1000;
+    log('status bar:', JSON.stringify(ready.text), `(after ${result.load_s}s)`);
+
+    await page.locator('.editor-group-container .monaco-editor .view-lines').click();
+    await page.keyboard.press('Control+End');
+    const file = path.join(dirs.workspace, 'demo.py');
+    // Step 1: type the start of a line; the rest appears as ghost text; Tab accepts it.
+    result.steps = [];
+    result.steps.push(await ghostStep(page, file, 'typed', async () => {
+      await page.keyboard.type(CASE.typed, { delay: 60 });
+    }));
+    const first = result.steps[0].ghost.inline;
+    if (CASE.expect !== null && !first.startsWith(CASE.expect)) {
+      throw new Error(`ghost text ${JSON.stringify(first)} does not start with ${JSON.stringify(CASE.expect)}`);
+    }
+    // Step 2: Enter; on the new (indented, empty) line the next lines are suggested.
+    result.steps.push(await ghostStep(page, file, 'newline', async () => {
+      await page.keyboard.press('Control+End');
+      await page.keyboard.press('Enter');
+    }));
+    result.screenshot = result.steps[0].screenshot;
+
+    // Stats: the status bar (polled specLsp/stats) and the Show Stats command.
+    const after = await waitFor('stats with requests', async () => {
+      const s = await statusText(page);
+      return s && /\d+% · [\d.]+ tok\/s/.test(s.text) ? s : null;
+    }, 15_000);
+    result.status_bar = after.text;
+    await runCommand(page, 'spec-lsp: Show Stats');
+    const toast = await waitFor('the stats notification', async () => {
+      const texts = await page.locator('.notifications-toasts .notification-list-item-message').allTextContents();
+      return texts.find((t) => t.includes('acceptance'));
+    }, 15_000);
+    result.stats_message = toast;
+    log('Show Stats:', toast);
+
+    // Toggle off: the status bar says so; toggle on again.
+    await runCommand(page, 'spec-lsp: Toggle Completions');
+    await waitFor('the status bar "off" icon', async () => (await statusText(page))?.html.includes('circle-slash'), 15_000);
+    await runCommand(page, 'spec-lsp: Toggle Completions');
+    await waitFor('the status bar back on', async () => !(await statusText(page))?.html.includes('circle-slash'), 15_000);
+    log('toggle off/on: ok');
+    result.ok = true;
+  } catch (error) {
+    result.error = String(error?.stack ?? error);
+    try {
+      const pages = browser.contexts().flatMap((c) => c.pages());
+      if (pages[0]) await pages[0].screenshot({ path: path.join(OUT, `vscode-failure-${BACKEND}.png`) });
+    } catch {}
+    for (const [name, file] of [['server.log', serverLog], ['code-server.log', path.join(dirs.root, 'code-server.log')]]) {
+      if (fs.existsSync(file)) {
+        const text = fs.readFileSync(file, 'utf8');
+        console.log(`--- ${name} (tail) ---\n${text.slice(-3000)}`);
+      }
+    }
+  } finally {
+    result.total_s = (Date.now() - started) / 1000;
+    await browser.close();
+    try {
+      process.kill(-child.pid, 'SIGTERM');
+    } catch {}
+    await sleep(500);
+    if (!process.env.SPEC_LSP_E2E_KEEP) fs.rmSync(dirs.root, { recursive: true, force: true });
+  }
+  fs.writeFileSync(path.join(OUT, `vscode-result-${BACKEND}.json`), JSON.stringify(result, null, 2));
+  log(result.ok ? 'PASSED' : 'FAILED', JSON.stringify(result));
+  process.exit(result.ok ? 0 : 1);
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(2);
+});
