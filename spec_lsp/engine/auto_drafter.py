@@ -62,10 +62,13 @@ class _Pending:
     length: int  # the context length at the call
     tail: list[int]  # its last TAIL tokens
     proposals: dict[str, list[int]] = field(default_factory=dict)
+    strengths: dict[str, int | None] = field(default_factory=dict)
 
 
 class AutoDrafter:
     name = "auto"
+    proposes_first = True  # asked every round with the policy's draft_max...
+    sizes_itself = True  # ...and the length it returns is its choice (per source, as the policy)
 
     def __init__(
         self,
@@ -102,7 +105,9 @@ class AutoDrafter:
             if source.free:
                 proposal = self._run(source, request)
                 pending.proposals[source.name] = proposal.tokens
-                rate, n = self._best(source, min(len(proposal.tokens), request.max_tokens))
+                pending.strengths[source.name] = proposal.strength
+                n_max = min(len(proposal.tokens), request.max_tokens)
+                rate, n = self._best(source, n_max, proposal.strength)
                 options.append(_Option(rate, source, n, proposal))
             elif request.max_tokens > 0 and not request.shadow:
                 options.append(self._consider_model(source, request.max_tokens))
@@ -113,7 +118,7 @@ class AutoDrafter:
         best.source.chosen += 1
         if best.draft is not None:  # a lookup: keep the prefix worth verifying
             probs = best.draft.probs[: best.n] if best.draft.probs is not None else None
-            return Draft(best.draft.tokens[: best.n], probs)
+            return Draft(best.draft.tokens[: best.n], probs, best.draft.strength)
         model = best.source  # run the draft model now
         others = max(o.rate for o in options if o is not best)
         winning = self._best(model, request.max_tokens)[0] >= others
@@ -140,11 +145,11 @@ class AutoDrafter:
             for m in range(1, k + 1)
         )
 
-    def _best(self, source: Source, n: int) -> tuple[float, int]:
+    def _best(self, source: Source, n: int, strength: int | None = None) -> tuple[float, int]:
         """The best rate over draft lengths 1..n of this source, and that length (0: none)."""
         assert source.estimate is not None
         best, tokens, survive = (0.0, 0), 1.0, 1.0
-        for m, alpha in enumerate(source.estimate.alphas(n), start=1):
+        for m, alpha in enumerate(source.estimate.alphas(n, strength), start=1):
             survive *= alpha
             tokens += survive
             rate = tokens / (self._draft_cost(source, m) + self._verify(m + 1))
@@ -180,7 +185,7 @@ class AutoDrafter:
                 continue
             tested = min(len(proposal), len(committed))
             accepted = common_prefix_len(proposal[:tested], committed)
-            source.estimate.update(tested, accepted)
+            source.estimate.update(tested, accepted, pending.strengths.get(source.name))
             source.tested += tested
             source.accepted += accepted
 

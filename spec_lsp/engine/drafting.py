@@ -18,6 +18,8 @@ from spec_lsp.engine.types import EngineError, SamplingParams
 class Draft:
     tokens: list[int]
     probs: list[np.ndarray] | None = None  # q per token (full distribution); None: deterministic
+    # a lookup's match strength: tokens of context shared with the occurrence it copies
+    strength: int | None = None
 
 
 @dataclass
@@ -31,6 +33,10 @@ class DraftRequest:
 
 
 class Drafter(Protocol):
+    """`name`; optional class attributes: `proposes_first` (a free lookup: asked for a full
+    draft every round, the policy then sizes it from its match strength) and `sizes_itself`
+    (the draft's length is already the drafter's choice: `auto`)."""
+
     name: str
 
     def draft(self, request: DraftRequest) -> Draft: ...
@@ -42,6 +48,7 @@ class NgramDrafter:
     compute; strong when code repeats its context."""
 
     name = "ngram"
+    proposes_first = True
 
     def __init__(self, *, max_ngram: int = 4, min_ngram: int = 1, max_candidates: int = 32) -> None:
         self.max_ngram = max_ngram
@@ -54,16 +61,18 @@ class NgramDrafter:
             windows = sliding_window_view(context[:-1], n)  # earlier n-grams, not the tail itself
             hits = np.flatnonzero((windows == context[-n:]).all(axis=1))
             if hits.size:
-                start = _best_hit(context, hits[-self.max_candidates :], n) + n
-                return Draft(context[start : start + request.max_tokens].tolist())
+                hit, shared = _best_hit(context, hits[-self.max_candidates :], n)
+                start = hit + n
+                return Draft(
+                    context[start : start + request.max_tokens].tolist(), strength=n + shared
+                )
         return Draft([])
 
 
-def _best_hit(context: np.ndarray, hits: np.ndarray, n: int, reach: int = 64) -> int:
+def _best_hit(context: np.ndarray, hits: np.ndarray, n: int, reach: int = 64) -> tuple[int, int]:
     """Of the earlier occurrences of the tail n-gram, the one whose match extends furthest back
-    (the same context, not just the same few tokens); the latest among equals."""
-    if hits.size == 1:
-        return int(hits[0])
+    (the same context, not just the same few tokens); the latest among equals. Returns it and
+    how many tokens before the n-gram it shares with the tail (at most `reach`)."""
     tail = context[-reach - n : -n][::-1]  # the tokens before the tail n-gram, nearest first
     best, best_len = int(hits[-1]), -1
     for hit in hits[::-1].tolist():
@@ -73,7 +82,7 @@ def _best_hit(context: np.ndarray, hits: np.ndarray, n: int, reach: int = 64) ->
         length = int(differ[0]) if differ.size else m
         if length > best_len:
             best, best_len = hit, length
-    return best
+    return best, best_len
 
 
 class ModelDrafter:

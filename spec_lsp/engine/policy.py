@@ -17,7 +17,12 @@ from spec_lsp.engine.profile import CostProfile
 
 
 class DraftPolicy(Protocol):
-    def choose_k(self) -> int: ...
+    draft_max: int
+
+    def choose_k(self, strength: int | None = None) -> int:
+        """The draft length for this round; `strength`: the proposal's match strength when a
+        lookup drafter proposed first (see `strength_bucket`)."""
+        ...
 
     def certain_k(self) -> int:
         """Batch size for a draft that is almost surely right (the last generation's tokens)."""
@@ -27,7 +32,7 @@ class DraftPolicy(Protocol):
 
     def min_confidence(self) -> float: ...
 
-    def observe(self, drafted: int, accepted: int) -> None: ...
+    def observe(self, drafted: int, accepted: int, strength: int | None = None) -> None: ...
 
     def acceptance_estimate(self) -> float | None: ...
 
@@ -45,7 +50,7 @@ class FixedPolicy:
         self.drafted = 0
         self.accepted = 0
 
-    def choose_k(self) -> int:
+    def choose_k(self, strength: int | None = None) -> int:
         return self.draft_max
 
     def shadow_k(self) -> int:
@@ -57,7 +62,7 @@ class FixedPolicy:
     def min_confidence(self) -> float:
         return self.p_min
 
-    def observe(self, drafted: int, accepted: int) -> None:
+    def observe(self, drafted: int, accepted: int, strength: int | None = None) -> None:
         self.drafted += drafted
         self.accepted += accepted
 
@@ -80,6 +85,21 @@ def prior_acceptance(temperature: float) -> float:
 
 
 DEPTH = 64
+STRENGTH_EDGES = (2, 4, 8, 16)  # shared-context tokens: <=2, 3-4, 5-8, 9-16, more
+# within a bucket, an untested position's prior is the position before it times this: a copy
+# that has held for j tokens usually holds for one more (the overall estimate uses 0.85)
+BUCKET_CHAIN = 0.95
+STRENGTH_WEIGHT = 2.0  # a bucket's alpha leans on the overall alpha until it has evidence
+
+
+def strength_bucket(strength: int | None) -> int | None:
+    """A lookup proposal's match strength (tokens of context shared with the earlier occurrence)
+    in coarse buckets: how often such a proposal is right is learned per bucket."""
+    if strength is None:
+        return None
+    return next(
+        (i for i, edge in enumerate(STRENGTH_EDGES) if strength <= edge), len(STRENGTH_EDGES)
+    )
 
 
 @dataclass
@@ -99,21 +119,41 @@ class AcceptanceEstimate:
     failed: list[float] = field(default_factory=lambda: [0.0] * DEPTH)
     probe_interval: int = 8  # rounds at k = 0 between probes; grows while probes do not pay
     rounds_at_zero: int = 0
+    # per strength bucket: (passed, failed) per position, as above
+    by_strength: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
 
-    def update(self, drafted: int, accepted: int) -> None:
+    def update(self, drafted: int, accepted: int, strength: int | None = None) -> None:
         if drafted <= 0:
             return
-        for j in range(min(drafted, DEPTH)):
-            self.passed[j] *= self.decay
-            self.failed[j] *= self.decay
-        for j in range(min(accepted, DEPTH)):
-            self.passed[j] += 1.0
-        if accepted < drafted and accepted < DEPTH:
-            self.failed[accepted] += 1.0
+        _count(self.passed, self.failed, drafted, accepted, self.decay)
+        bucket = strength_bucket(strength)
+        if bucket is not None:
+            passed, failed = self.by_strength.setdefault(bucket, ([0.0] * DEPTH, [0.0] * DEPTH))
+            _count(passed, failed, drafted, accepted, self.decay)
 
-    def alphas(self, k: int) -> list[float]:
+    def alphas(self, k: int, strength: int | None = None) -> list[float]:
         """alpha per position 0..k-1; a position's prior is the one before it, a little lower
-        (so evidence at depth j makes depth j+1 worth trying, and no further)."""
+        (so evidence at depth j makes depth j+1 worth trying, and no further). With a strength
+        whose bucket has evidence: the bucket's own counts, the first position leaning on the
+        overall alpha and each later one on the bucket's previous position (BUCKET_CHAIN)."""
+        counts = self.by_strength.get(strength_bucket(strength))  # type: ignore[arg-type]
+        if counts is None or k <= 0:
+            return self._alphas(k)
+        passed, failed = counts
+        result: list[float] = []
+        prior = self._alphas(1)[0]
+        for j in range(k):
+            if j >= DEPTH:
+                result.append(result[-1] * 0.97)
+                continue
+            alpha = (passed[j] + prior * STRENGTH_WEIGHT) / (
+                passed[j] + failed[j] + STRENGTH_WEIGHT
+            )
+            result.append(alpha)
+            prior = alpha * BUCKET_CHAIN
+        return result
+
+    def _alphas(self, k: int) -> list[float]:
         result, prior = [], self.prior
         for j in range(min(k, DEPTH)):
             alpha = (self.passed[j] + prior * self.prior_weight) / (
@@ -123,10 +163,10 @@ class AcceptanceEstimate:
             prior = alpha * 0.85
         return result + [result[-1] * 0.97] * (k - len(result)) if k > DEPTH else result
 
-    def expected_tokens(self, k: int) -> float:
+    def expected_tokens(self, k: int, strength: int | None = None) -> float:
         """1 + sum over i <= k of the probability that the first i drafts are all accepted."""
         total, survive = 1.0, 1.0
-        for alpha in self.alphas(k):
+        for alpha in self.alphas(k, strength):
             survive *= alpha
             total += survive
         return total
@@ -145,7 +185,22 @@ class AcceptanceEstimate:
             self.decay,
             [x * 0.3 for x in self.passed],
             [x * 0.3 for x in self.failed],
+            by_strength={
+                b: ([x * 0.3 for x in p], [x * 0.3 for x in f])
+                for b, (p, f) in self.by_strength.items()
+            },
         )
+
+
+def _count(passed: list[float], failed: list[float], drafted: int, accepted: int, decay: float):
+    """Decay the tested positions, then count the passes and the first failure."""
+    for j in range(min(drafted, DEPTH)):
+        passed[j] *= decay
+        failed[j] *= decay
+    for j in range(min(accepted, DEPTH)):
+        passed[j] += 1.0
+    if accepted < drafted and accepted < DEPTH:
+        failed[accepted] += 1.0
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -173,17 +228,23 @@ class AdaptivePolicy:
         self._last_k = 0
         self._ever_pays: bool | None = None
 
-    def rate(self, k: int, alpha: float | None = None) -> float:
+    def rate(self, k: int, alpha: float | None = None, strength: int | None = None) -> float:
         """Expected tokens per second with a draft of k tokens (per-position estimates, or a
         flat alpha when given)."""
-        tokens = self.estimate.expected_tokens(k) if alpha is None else expected_tokens(alpha, k)
+        tokens = (
+            self.estimate.expected_tokens(k, strength)
+            if alpha is None
+            else expected_tokens(alpha, k)
+        )
         seconds = self.profile.round_overhead + self.profile.draft(k) + self.profile.verify(k + 1)
         return tokens / seconds
 
-    def rates(self, alpha: float | None = None) -> list[float]:
+    def rates(self, alpha: float | None = None, strength: int | None = None) -> list[float]:
         """Expected tokens per second for k = 0..draft_max, in one pass."""
         alphas = (
-            [alpha] * self.draft_max if alpha is not None else self.estimate.alphas(self.draft_max)
+            [alpha] * self.draft_max
+            if alpha is not None
+            else self.estimate.alphas(self.draft_max, strength)
         )
         p = self.profile
         result, tokens, survive = [], 1.0, 1.0
@@ -194,15 +255,15 @@ class AdaptivePolicy:
             result.append(tokens / (p.round_overhead + p.draft(k) + p.verify(k + 1)))
         return result
 
-    def best_k(self, alpha: float | None = None) -> int:
+    def best_k(self, alpha: float | None = None, strength: int | None = None) -> int:
         """The fastest k; speculation must beat no speculation by MARGIN (model error, noise)."""
-        rates = self.rates(alpha)
+        rates = self.rates(alpha, strength)
         candidates = range(max(1, self.draft_min), self.draft_max + 1)
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0
 
-    def choose_k(self) -> int:
-        k = self.best_k()
+    def choose_k(self, strength: int | None = None) -> int:
+        k = self.best_k(strength=strength)
         self._probing = False
         if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
@@ -249,8 +310,8 @@ class AdaptivePolicy:
         )
         return min(0.95, max(0.0, max(self.rates()) * marginal))
 
-    def observe(self, drafted: int, accepted: int) -> None:
-        self.estimate.update(drafted, accepted)
+    def observe(self, drafted: int, accepted: int, strength: int | None = None) -> None:
+        self.estimate.update(drafted, accepted, strength)
         if self._probing:
             # a probe that does not make speculation worth it waits twice as long for the next
             # (a drafter as costly as the target is right, and still does not pay)

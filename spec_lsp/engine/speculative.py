@@ -19,6 +19,9 @@ from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
 from spec_lsp.engine.policy import DraftPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
+Shadows = list[tuple[int, list[int], int | None]]  # (position in out, proposal, strength)
+SHADOW_TOKENS = 4  # how much of an unverified lookup proposal is scored (short: evidence soon)
+
 
 @dataclass
 class DecodeJob:
@@ -95,7 +98,7 @@ def generate(
         logits = masked
     out = [sampling.pick(logits, job.sampling, rng)]
     known = _continuation_after(job)
-    shadows: list[tuple[int, list[int]]] = []  # (position in out, unverified proposal)
+    shadows: Shadows = []
     last_start, model_seconds = 0.0, 0.0
     while not _finished(out, job, stats):
         now = time.perf_counter()
@@ -104,28 +107,15 @@ def generate(
         last_start, model_seconds = now, 0.0
         cancel.raise_if_cancelled()
         shadows = _score_shadows(shadows, out, policy)
-        k = policy.choose_k() if drafter is not None else 0
-        k = min(k, job.max_tokens - len(out))
-        draft = _from_continuation(known, out, min(policy.certain_k(), job.max_tokens - len(out)))
+        room = job.max_tokens - len(out)
+        draft = _from_continuation(known, out, min(policy.certain_k(), room))
         from_continuation = bool(draft.tokens)
         stats.continuation_drafted += len(draft.tokens)
-        if not from_continuation and drafter is not None and (k > 0 or policy.shadow_k() > 0):
+        if not from_continuation and drafter is not None:
             t = time.perf_counter()
-            request = DraftRequest(
-                list(job.prompt) + out,
-                k or policy.shadow_k(),
-                job.sampling,
-                rng,
-                policy.min_confidence(),
-                shadow=k == 0,
-            )
-            draft = drafter.draft(request)
+            draft = _draft(drafter, policy, job, out, rng, room, shadows)
             model_seconds += time.perf_counter() - t
             stats.draft_seconds += time.perf_counter() - t
-            if k == 0:
-                if draft.tokens:
-                    shadows.append((len(out), draft.tokens))
-                draft = Draft([])
         t = time.perf_counter()
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         model_seconds += time.perf_counter() - t
@@ -134,7 +124,7 @@ def generate(
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
         if not from_continuation:  # the drafter's acceptance, not the cache's
-            policy.observe(len(draft.tokens), n_accepted)
+            policy.observe(len(draft.tokens), n_accepted, draft.strength)
         stats.rounds += 1
         stats.target_passes += 1
         stats.drafted += len(draft.tokens)
@@ -146,6 +136,48 @@ def generate(
     stats.decode_seconds = time.perf_counter() - started
     stats.acceptance_estimate = policy.acceptance_estimate()
     return out[: stats.tokens]
+
+
+def _draft(
+    drafter: Drafter,
+    policy: DraftPolicy,
+    job: DecodeJob,
+    out: list[int],
+    rng: np.random.Generator,
+    room: int,
+    shadows: Shadows,
+) -> Draft:
+    """This round's draft. A free lookup proposes first (as far as the policy would ever draft)
+    and the policy sizes it from the proposal's match strength; a proposal not verified is kept
+    as a shadow and scored later. A costly drafter drafts only the k the policy chose."""
+    context = list(job.prompt) + out
+    if getattr(drafter, "proposes_first", False):
+        limit = min(policy.draft_max, room)
+        if limit <= 0:
+            return Draft([])
+        proposal = drafter.draft(DraftRequest(context, limit, job.sampling, rng))
+        if getattr(drafter, "sizes_itself", False):
+            return proposal
+        k = min(policy.choose_k(proposal.strength), len(proposal.tokens), room)
+        if k == 0:
+            if proposal.tokens:
+                shadows.append((len(out), proposal.tokens[:SHADOW_TOKENS], proposal.strength))
+            return Draft([])
+        probs = proposal.probs[:k] if proposal.probs is not None else None
+        return Draft(proposal.tokens[:k], probs, proposal.strength)
+    k = min(policy.choose_k(), room)
+    shadow = k == 0
+    if shadow and policy.shadow_k() <= 0:
+        return Draft([])
+    request = DraftRequest(
+        context, k or policy.shadow_k(), job.sampling, rng, policy.min_confidence(), shadow=shadow
+    )
+    draft = drafter.draft(request)
+    if shadow:
+        if draft.tokens:
+            shadows.append((len(out), draft.tokens, draft.strength))
+        return Draft([])
+    return draft
 
 
 def _continuation_after(job: DecodeJob) -> list[int]:
@@ -164,20 +196,19 @@ def _from_continuation(known: list[int], out: list[int], k: int) -> Draft:
     return Draft(known[n : n + k])
 
 
-def _score_shadows(
-    shadows: list[tuple[int, list[int]]], out: list[int], policy: DraftPolicy
-) -> list[tuple[int, list[int]]]:
-    """Score each shadow proposal once the target has produced as many tokens as it has."""
-    pending = []
-    for start, proposal in shadows:
+def _score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shadows:
+    """Score each shadow proposal once the target has produced as many tokens as it has (or
+    once it has produced a token that differs)."""
+    pending: Shadows = []
+    for start, proposal, strength in shadows:
         produced = out[start : start + len(proposal)]
-        if len(produced) < len(proposal):
-            pending.append((start, proposal))
-            continue
         matched = next(
-            (i for i, (a, b) in enumerate(zip(proposal, produced)) if a != b), len(proposal)
+            (i for i, (a, b) in enumerate(zip(proposal, produced)) if a != b), len(produced)
         )
-        policy.observe(len(proposal), matched)
+        if matched == len(produced) < len(proposal):
+            pending.append((start, proposal, strength))
+            continue
+        policy.observe(len(proposal), matched, strength)
     return pending
 
 

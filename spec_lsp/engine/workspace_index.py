@@ -308,6 +308,7 @@ class WorkspaceDrafter:
     the workspace. Free to compute; strong where code repeats across files."""
 
     name = "workspace"
+    proposes_first = True
 
     def __init__(
         self,
@@ -341,4 +342,5 @@ class WorkspaceDrafter:
             return Draft([])
         self.last_match = match
         tokens = text_to_target(self.target, request.context[-1], match.continuation)
-        return Draft(tokens[: request.max_tokens])
+        # strength in tokens, as the n-gram lookup's (~4 characters of code per token)
+        return Draft(tokens[: request.max_tokens], strength=match.length // 4)

@@ -103,3 +103,38 @@ def test_profile_interpolates_between_measured_points():
     assert STEPPED.verify(6) == pytest.approx(2.6 + (3.0 - 2.6) / 3)
     assert THIS_CPU.verify(3) == pytest.approx(2.2)
     assert THIS_CPU.verify(64) > THIS_CPU.verify(32)
+
+
+MEASURED_CPU = CostProfile(  # Qwen-1.5B here: linear to 8, then flat to 16 (a kernel switch)
+    {1: 1.0, 2: 1.62, 3: 2.09, 4: 2.6, 6: 3.8, 8: 4.55, 12: 5.6, 16: 5.4, 32: 9.6}
+)
+
+
+def test_strength_buckets_separate_strong_from_weak_matches():
+    """Lookup proposals that share long context are copied text (accepted whole); those matching
+    one token are guesses (rejected at once). With four guesses to one copy, the overall estimate
+    says "do not draft" on this CPU; per strength, the policy drafts copies long, skips guesses."""
+    p = policy(MEASURED_CPU, alpha0=0.4)
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        strength = int(rng.choice([1, 12], p=[0.8, 0.2]))
+        k = p.choose_k(strength)
+        tried = k or 8  # unverified proposals are scored as shadows
+        p.observe(tried, tried if strength == 12 else 0, strength)
+    assert p.best_k() == 0  # the overall estimate alone would never draft...
+    assert p.choose_k(12) >= 8  # ...but a strong match is drafted long
+    assert p.choose_k(1) == 0
+    assert p.choose_k(None) == 0 and p.choose_k(5) == 0  # buckets without evidence: overall
+
+
+def test_strength_buckets_lean_on_the_overall_estimate_until_they_have_evidence():
+    e = AcceptanceEstimate(0.5)
+    for _ in range(30):
+        e.update(4, 4, strength=20)
+    assert e.alphas(4, strength=3) == e.alphas(4)  # no evidence in that bucket
+    assert min(e.alphas(4, strength=20)) > 0.9
+    one = AcceptanceEstimate(0.5)
+    one.update(4, 0, strength=20)  # a single failure moves a bucket only part of the way
+    assert 0.2 < one.alphas(1, strength=20)[0] < one.alphas(1)[0] + 1e-9
+    seeded = e.seeded()
+    assert seeded.alphas(4, strength=20)[0] > 0.8  # other documents keep some of it

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
 from spec_lsp.engine.drafting import Draft, DraftRequest, ModelDrafter, NgramDrafter
-from spec_lsp.engine.policy import FixedPolicy
+from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy
+from spec_lsp.engine.profile import CostProfile
 from spec_lsp.engine.speculative import DecodeJob, generate, verify
 from spec_lsp.engine.types import Cancelled, CancelToken, DecodeStats, SamplingParams
 
@@ -230,3 +231,53 @@ def test_ngram_lookup_prefers_the_occurrence_with_the_longest_shared_context():
     assert NgramDrafter(max_ngram=2).draft(request).tokens == [c]
     latest_only = NgramDrafter(max_ngram=2, max_candidates=1)
     assert latest_only.draft(request).tokens == [d]
+
+    # and it says how much context that occurrence shares: the n-gram (2) and "x = 1 ;" (4)
+    assert NgramDrafter(max_ngram=2).draft(request).strength == 6
+
+
+class StrengthLookup:
+    """A lookup that is right (the target's greedy continuation) when its match is strong and
+    wrong when it is weak; every other round is weak."""
+
+    name = "lookup"
+    proposes_first = True
+
+    def __init__(self) -> None:
+        self.oracle = fake_target()
+        self.requests: list[int] = []
+
+    def draft(self, request: DraftRequest) -> Draft:
+        self.requests.append(request.max_tokens)
+        tokens, logits = [], sync(self.oracle, request.context)[0]
+        for _ in range(request.max_tokens):
+            tokens.append(int(np.argmax(logits)))
+            logits = self.oracle.evaluate([tokens[-1]], logits_from=0)[0]
+        if len(self.requests) % 2:
+            return Draft([(t + 1) % VOCAB for t in tokens], strength=1)
+        return Draft(tokens, strength=12)
+
+
+def test_lookup_proposes_first_and_the_policy_sizes_it_by_strength():
+    prompt = [5, 6, 7]
+    profile = CostProfile({1: 1.0, 2: 1.6, 4: 2.6, 8: 4.5, 16: 5.4})
+    policy = AdaptivePolicy(profile, estimate=AcceptanceEstimate(0.5), draft_max=8)
+    policy.observe_verify = policy.observe_overhead = lambda *_: None  # the synthetic costs stay
+    drafter = StrengthLookup()
+    stats = DecodeStats()
+    job = DecodeJob(prompt, 400, SamplingParams(), frozenset())
+    out = generate(
+        fake_target(),
+        drafter,
+        policy,
+        job,
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=stats,
+    )
+    assert out == plain_greedy(prompt, 400)  # still exact (the fake target never stops here)
+    assert drafter.requests[:20] == [8] * 20  # always asked for draft_max (room permitting)
+    late = list(zip(stats.k_trace, stats.accepted_trace))[-25:-5]  # (the end has less room)
+    assert all(k in (0, 8) for k, _ in late)  # weak proposals are skipped, strong ones verified
+    assert [a for k, a in late if k] == [8] * sum(1 for k, _ in late if k)
+    assert sum(1 for k, _ in late if k) >= 8
