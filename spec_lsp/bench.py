@@ -100,10 +100,11 @@ def main(
     quick: bool = False,
     out: Path = Path("bench/out"),
     part: str = "all",
+    reps: int | None = None,
 ) -> int:
     out.mkdir(parents=True, exist_ok=True)
     max_tokens = 32 if quick else 48
-    reps = 1 if quick else 2
+    reps = reps or (1 if quick else 3)
     tables = ""
     if part in ("all", "sources"):
         from spec_lsp import bench_sources

@@ -83,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="all",
         help="policies: none / fixed k / adaptive per drafter; sources: each draft source and auto",
     )
+    bench.add_argument(
+        "--reps",
+        type=_positive_int,
+        default=None,
+        help="interleaved repetitions per prompt and cell (default 3; 1 with --quick)",
+    )
 
     profile = sub.add_parser("profile", help="measure this machine's verify-cost curve")
     _settings_flags(profile)
@@ -113,3 +119,13 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value

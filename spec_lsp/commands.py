@@ -50,7 +50,9 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         if args.command == "bench":
             from spec_lsp.bench import main as bench_main
 
-            return bench_main(settings, quick=args.quick, out=Path(args.out), part=args.part)
+            return bench_main(
+                settings, quick=args.quick, out=Path(args.out), part=args.part, reps=args.reps
+            )
     except EngineError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 2

@@ -6,7 +6,8 @@ chosen. With alpha_s,j the running acceptance of source s at draft position j, a
 tokens is worth
     rate(s) = E_s[tokens | n] / (draft_seconds(s, n) + verify_seconds(n + 1)),
     E_s[tokens | n] = 1 + sum_i prod_{j<=i} alpha_s,j      (accepted drafts + the target's own),
-and drafting nothing is worth 1 / verify_seconds(1). The best rate wins.
+and drafting nothing is worth 1 / verify_seconds(1) (times the policy's MARGIN: speculation must
+win clearly). The best rate wins.
 
 Learning needs no hook in the loop: the next call's context holds what the target committed
 after the previous call's context, so every proposal made then, chosen or not, is scored
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field, replace
 
 from spec_lsp.engine.backends.base import common_prefix_len
 from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
-from spec_lsp.engine.policy import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.profile import CostProfile
 
 NOTHING = "none"
@@ -99,7 +100,8 @@ class AutoDrafter:
         prior = prior_acceptance(request.sampling.temperature)
         pending = _Pending(len(request.context), list(request.context[-TAIL:]))
         self._pending = pending
-        options: list[_Option] = [_Option(1.0 / self._verify(1), None, 0, None)]
+        # speculation must beat drafting nothing by the policy's MARGIN (model error, noise)
+        options: list[_Option] = [_Option(MARGIN / self._verify(1), None, 0, None)]
         for source in self.sources:
             source.estimate = source.estimate or AcceptanceEstimate(prior)
             if source.free:
@@ -199,7 +201,8 @@ class AutoDrafter:
         return draft
 
     def _verify(self, n: int) -> float:
-        return self._costs.verify(n)
+        """A round with a target pass of n tokens: the pass and the loop's own overhead."""
+        return self._costs.round_overhead + self._costs.verify(n)
 
     def _draft_cost(self, source: Source, n: int) -> float:
         """Seconds to draft n tokens (verify(1) units without a profile). A lookup's cost is
