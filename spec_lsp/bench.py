@@ -278,7 +278,8 @@ def _bench_llama_cpp_python(
 
 
 def render(runs: list[Run]) -> str:
-    """One table per drafter: tokens/s ratio to no speculation per cell (workload x temperature)."""
+    """One table per drafter: tokens/s ratio to no speculation per cell (workload x temperature),
+    then the geometric mean of each policy's ratios over the whole table."""
     cells: dict[tuple[str, str, float], dict[str, list[Run]]] = defaultdict(
         lambda: defaultdict(list)
     )
@@ -292,18 +293,23 @@ def render(runs: list[Run]) -> str:
             for p in ("llama-cpp-python", "llama-cpp-python+PLD")
             if any(r.policy == p and r.drafter == drafter for r in runs)
         ]
+        shown = policies[1:] + extra
         lines += [
             f"\n### drafter: {drafter}\n",
             "| workload | T | none tok/s | "
-            + " | ".join(policies[1:] + extra)
-            + " | adaptive accept | adaptive mean k | adaptive / best fixed |",
-            "|---" * (len(policies) + len(extra) + 5) + "|",
+            + " | ".join(shown)
+            + " | adaptive accept | adaptive mean k | adaptive rounds to k=0 "
+            "| adaptive / best fixed |",
+            "|---" * (len(shown) + 7) + "|",
         ]
+        whole: dict[str, list[float]] = defaultdict(list)
         for (d, workload, temperature), by_policy in sorted(cells.items()):
             if d != drafter:
                 continue
             base = _rate(by_policy["none"])
-            ratios = {p: _rate(by_policy[p]) / base if base else 0.0 for p in policies[1:] + extra}
+            ratios = {p: _rate(by_policy[p]) / base if base else 0.0 for p in shown}
+            for p, ratio in ratios.items():
+                whole[p].append(ratio)
             adaptive = by_policy["adaptive"]
             accept = sum(r.accepted for r in adaptive) / max(sum(r.drafted for r in adaptive), 1)
             mean_k = (
@@ -314,10 +320,33 @@ def render(runs: list[Run]) -> str:
             best_fixed = max(ratios[f"fixed-{k}"] for k in FIXED_KS)
             lines.append(
                 f"| {workload} | {temperature} | {base:.2f} | "
-                + " | ".join(f"{ratios[p]:.2f}x" for p in policies[1:] + extra)
-                + f" | {accept:.0%} | {mean_k:.1f} | {ratios['adaptive'] / best_fixed:.2f} |"
+                + " | ".join(f"{ratios[p]:.2f}x" for p in shown)
+                + f" | {accept:.0%} | {mean_k:.1f} | {_settles(adaptive)} "
+                f"| {ratios['adaptive'] / best_fixed:.2f} |"
             )
+        lines.append(
+            "| **whole table** (geometric mean) | | | "
+            + " | ".join(f"**{_geomean(whole[p]):.2f}x**" for p in shown)
+            + " | | | | |"
+        )
     return "\n".join(lines) + "\n"
+
+
+def _geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0]
+    return float(np.exp(np.mean(np.log(values)))) if values else 0.0
+
+
+def _settles(runs: list[Run]) -> str:
+    """The round after which k stays 0 to the end of its generation, worst over the cell's
+    adaptive runs ('-' when some run still drafts in its last round)."""
+    worst = 0
+    for r in runs:
+        trace = r.k_trace or []
+        if trace and trace[-1]:
+            return "-"
+        worst = max(worst, max((i + 1 for i, k in enumerate(trace) if k), default=0))
+    return str(worst)
 
 
 def _rate(runs: list[Run]) -> float:

@@ -12,7 +12,8 @@ win clearly). The best rate wins.
 Learning needs no hook in the loop: the next call's context holds what the target committed
 after the previous call's context, so every proposal made then, chosen or not, is scored
 against it (accepted = common prefix; positions past what was committed are untested). A draft
-model not chosen for a while is tried again now and then, less often while trials do not win.
+model not chosen for a while is tried again now and then, less often while trials do not win,
+and never so often that trying (its catch-up included) takes more than ~5% of decoding time.
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ NOTHING = "none"
 MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measured
 TAIL = 16
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
-PROBE_MAX = 1024  # context tokens compared to recognise the previous call's context
+PROBE_MAX = 1024  # the longest interval between tries
+# a costly source is tried again only once the rounds since its last try took 1/EXPLORE_SHARE
+# times what that try cost (a try first catches the model's cache up): exploring a source that
+# keeps losing costs at most ~5% of decoding time
+EXPLORE_SHARE = 0.05
 
 
 @dataclass
@@ -44,6 +49,7 @@ class Source:
     accepted: int = 0
     probe_interval: int = PROBE_FIRST  # rounds without this (costly) source before trying it
     idle_rounds: int = 0
+    probe_seconds: float | None = None  # what its last try cost (catch-up included)
 
     @property
     def name(self) -> str:
@@ -56,6 +62,7 @@ class _Option:
     source: Source | None  # None: draft nothing
     n: int  # draft length
     draft: Draft | None  # a lookup's proposal (a model's is made only when chosen)
+    probe: bool = False  # a costly source tried again, not chosen on its estimate
 
 
 @dataclass
@@ -126,15 +133,22 @@ class AutoDrafter:
         winning = self._best(model, request.max_tokens)[0] >= others
         model.probe_interval = PROBE_FIRST if winning else min(2 * model.probe_interval, PROBE_MAX)
         model.idle_rounds = 0
+        started = self._clock()
         draft = self._run(model, replace(request, max_tokens=best.n))
+        if best.probe:
+            model.probe_seconds = self._clock() - started
         pending.proposals[model.name] = draft.tokens
         return draft
 
     def _consider_model(self, source: Source, k: int) -> _Option:
         rate, n = self._best(source, k)
         source.idle_rounds += 1
-        if source.idle_rounds >= source.probe_interval and self._could_pay(source, k):
-            return _Option(float("inf"), source, max(n, min(2, k)), None)  # try it again
+        if (
+            source.idle_rounds >= source.probe_interval
+            and self._could_pay(source, k)
+            and source.idle_rounds * self._verify(1) * EXPLORE_SHARE >= (source.probe_seconds or 0)
+        ):
+            return _Option(float("inf"), source, max(n, min(2, k)), None, probe=True)  # try again
         return _Option(rate, source, n, None)
 
     def _could_pay(self, source: Source, k: int) -> bool:

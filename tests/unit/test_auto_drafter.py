@@ -181,6 +181,18 @@ def test_a_model_that_does_not_pay_is_probed_rarely():
     assert stats.rounds > 350
 
 
+def test_a_costly_try_waits_until_it_is_a_small_share_of_decoding():
+    """A try that once cost 100 s (its catch-up) is not repeated within 400 one-second rounds;
+    without that cost on record the same model is tried."""
+    for probe_seconds, tried in ((100.0, False), (None, True)):
+        clock = Clock()
+        model = Synthetic("model", "wrong", clock=clock, step=0.01)
+        auto = AutoDrafter([], model=model, profile=gpu_like(), clock=clock)
+        auto.sources[-1].probe_seconds = probe_seconds
+        run([7], auto, max_tokens=400)
+        assert (model.calls > 0) is tried
+
+
 @dataclass
 class ShadowRequest(DraftRequest):
     shadow: bool = True  # a draft the loop will not verify (the policy chose k = 0)
