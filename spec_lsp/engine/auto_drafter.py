@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from spec_lsp.engine.backends.base import common_prefix_len
 from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
-from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy import EXPLORE_SHARE, MARGIN, AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.profile import CostProfile
 
 NOTHING = "none"
@@ -33,9 +33,8 @@ TAIL = 16
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
 # a costly source is tried again only once the rounds since its last try took 1/EXPLORE_SHARE
-# times what that try cost (a try first catches the model's cache up): exploring a source that
-# keeps losing costs at most ~5% of decoding time
-EXPLORE_SHARE = 0.05
+# times what that try cost (a try first catches the model's cache up): the policy's exploration
+# budget, shared with the adaptive policy's probes
 
 
 @dataclass

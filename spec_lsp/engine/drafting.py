@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from spec_lsp.engine import sampling
-from spec_lsp.engine.backends.base import ModelBackend, sync
+from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, sync
 from spec_lsp.engine.types import EngineError, SamplingParams
 
 
@@ -35,7 +35,9 @@ class DraftRequest:
 class Drafter(Protocol):
     """`name`; optional class attributes: `proposes_first` (a free lookup: asked for a full
     draft every round, the policy then sizes it from its match strength) and `sizes_itself`
-    (the draft's length is already the drafter's choice: `auto`)."""
+    (the draft's length is already the drafter's choice: `auto`); optional method
+    `catch_up(context) -> int`: tokens a draft model must evaluate before it can draft (the
+    policy weighs it when deciding to probe a costly drafter)."""
 
     name: str
 
@@ -98,6 +100,10 @@ class ModelDrafter:
     def __init__(self, model: ModelBackend, *, target: ModelBackend) -> None:
         check_same_vocabulary(model, target)
         self.model = model
+
+    def catch_up(self, context: Sequence[int]) -> int:
+        """Tokens the draft model would evaluate before drafting after `context`."""
+        return len(context) - min(common_prefix_len(self.model.tokens, context), len(context) - 1)
 
     def draft(self, request: DraftRequest) -> Draft:
         logits, _ = sync(self.model, request.context)

@@ -10,6 +10,8 @@ short draft now and then (backing off while probes fail) so speculation returns 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,9 +21,10 @@ from spec_lsp.engine.profile import CostProfile
 class DraftPolicy(Protocol):
     draft_max: int
 
-    def choose_k(self, strength: int | None = None) -> int:
+    def choose_k(self, strength: int | None = None, catch_up: int | None = None) -> int:
         """The draft length for this round; `strength`: the proposal's match strength when a
-        lookup drafter proposed first (see `strength_bucket`)."""
+        lookup drafter proposed first (see `strength_bucket`); `catch_up`: tokens a draft model
+        must evaluate before it can draft (None: it does not say)."""
         ...
 
     def certain_k(self) -> int:
@@ -50,7 +53,7 @@ class FixedPolicy:
         self.drafted = 0
         self.accepted = 0
 
-    def choose_k(self, strength: int | None = None) -> int:
+    def choose_k(self, strength: int | None = None, catch_up: int | None = None) -> int:
         return self.draft_max
 
     def shadow_k(self) -> int:
@@ -77,6 +80,9 @@ class FixedPolicy:
 
 
 MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
+# trying a costly drafter that is not chosen (its catch-up included) may take this share of the
+# decoding time since the last try: exploring a drafter that does not pay stays ~5% of the time
+EXPLORE_SHARE = 0.05
 
 
 def prior_acceptance(temperature: float) -> float:
@@ -119,6 +125,7 @@ class AcceptanceEstimate:
     failed: list[float] = field(default_factory=lambda: [0.0] * DEPTH)
     probe_interval: int = 8  # rounds at k = 0 between probes; grows while probes do not pay
     rounds_at_zero: int = 0
+    probe_seconds: float | None = None  # what the last probe cost beyond a plain round
     # per strength bucket: (passed, failed) per position, as above
     by_strength: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
 
@@ -218,8 +225,11 @@ class AdaptivePolicy:
         draft_max: int = 16,
         draft_min: int = 0,
         probe_every: int = 8,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.profile = profile
+        self._clock = clock
+        self._probe: tuple[float, int, int | None] | None = None  # started, k, catch-up
         self.estimate = estimate
         self.draft_max = draft_max
         self.draft_min = draft_min
@@ -262,18 +272,45 @@ class AdaptivePolicy:
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0
 
-    def choose_k(self, strength: int | None = None) -> int:
+    def choose_k(self, strength: int | None = None, catch_up: int | None = None) -> int:
         k = self.best_k(strength=strength)
         self._probing = False
         if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
-            if self.estimate.rounds_at_zero >= self.estimate.probe_interval:
+            probe_k = max(1, self.draft_min, min(2, self.draft_max))
+            if self.estimate.rounds_at_zero >= self.estimate.probe_interval and self._affordable(
+                probe_k, catch_up
+            ):
                 self.estimate.rounds_at_zero = 0
                 self._probing = True
-                k = max(1, self.draft_min, min(2, self.draft_max))
+                self._probe = (self._clock(), probe_k, catch_up)
+                k = probe_k
         self._last_k = k
         return k
+
+    def probe_cost(self, k: int, catch_up: int | None) -> float:
+        """Predicted seconds a probe of k tokens costs beyond a plain round: drafting, the larger
+        batch, and catching the draft model up on the tokens it has not seen (at the rate the
+        last probes measured; before any, its per-token cost scaled by how much cheaper a batch
+        is per token than one token on the target, as measured here)."""
+        p = self.profile
+        base = p.draft(k) + p.verify(k + 1) - p.verify(1)
+        if catch_up is None:
+            return max(base, self.estimate.probe_seconds or 0.0)
+        return base + catch_up * self._catch_up_rate()
+
+    def _catch_up_rate(self) -> float:
+        p = self.profile
+        if p.catch_up_seconds_per_token is not None:
+            return p.catch_up_seconds_per_token
+        batched = p.verify(32) / (32 * p.verify(1)) if p.verify(1) > 0 else 1.0
+        return p.draft_seconds_per_token * min(batched, 1.0)
+
+    def _affordable(self, k: int, catch_up: int | None) -> bool:
+        """A probe may cost EXPLORE_SHARE of the decoding time since the last one."""
+        budget = self.estimate.rounds_at_zero * self.profile.verify(1) * EXPLORE_SHARE
+        return budget >= self.probe_cost(k, catch_up)
 
     def certain_k(self) -> int:
         return max(1, self.best_k(alpha=0.98))
@@ -312,7 +349,16 @@ class AdaptivePolicy:
 
     def observe(self, drafted: int, accepted: int, strength: int | None = None) -> None:
         self.estimate.update(drafted, accepted, strength)
-        if self._probing:
+        if self._probing and self._probe is not None:
+            started, k, catch_up = self._probe
+            extra = max(self._clock() - started - self.profile.verify(1), 0.0)
+            self.estimate.probe_seconds = extra
+            if catch_up:  # learn this machine's catch-up rate from what the probe really took
+                p = self.profile
+                rate = max(extra - p.draft(k) - p.verify(k + 1) + p.verify(1), 0.0) / catch_up
+                old = p.catch_up_seconds_per_token
+                p.catch_up_seconds_per_token = rate if old is None else 0.5 * old + 0.5 * rate
+            self._probe = None
             # a probe that does not make speculation worth it waits twice as long for the next
             # (a drafter as costly as the target is right, and still does not pay)
             pays = self.best_k() > 0

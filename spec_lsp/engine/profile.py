@@ -34,6 +34,9 @@ class CostProfile:
     key: str = ""
     measured_at: float = field(default_factory=time.time)
     round_overhead: float = 0.0  # seconds per decode round outside the model (sampling, checks)
+    # seconds per token a draft model takes to catch up on context it has not seen (learned
+    # from probes; None until one ran)
+    catch_up_seconds_per_token: float | None = None
 
     @classmethod
     def prior(cls) -> CostProfile:

@@ -59,17 +59,19 @@ def verify(
             if target_choice != x:
                 return i, target_choice
             continue
-        p = sampling.distribution(rows[i], params)
+        keep, p = sampling.support(rows[i], params)  # p over `keep`, the sampler's support
+        at = np.flatnonzero(keep == x)
+        p_x = float(p[at[0]]) if at.size else 0.0
         q = draft.probs[i] if draft.probs is not None else None
         q_x = float(q[x]) if q is not None else 1.0
-        if q_x > 0 and rng.random() < min(1.0, float(p[x]) / q_x):
+        if q_x > 0 and rng.random() < min(1.0, p_x / q_x):
             continue
-        residual = np.maximum(p - q, 0.0) if q is not None else p.copy()
+        residual = np.maximum(p - q[keep], 0.0) if q is not None else p.copy()
         if q is None:
-            residual[x] = 0.0
+            residual[at] = 0.0
         if residual.sum() <= 0.0:  # p == q up to rounding: the residual is empty, p itself is right
             residual = p
-        return i, sampling.draw(residual / residual.sum(), rng)
+        return i, int(keep[sampling.draw(residual / residual.sum(), rng)])
     return len(draft.tokens), sampling.pick(rows[len(draft.tokens)], params, rng)
 
 
@@ -165,7 +167,8 @@ def _draft(
             return Draft([])
         probs = proposal.probs[:k] if proposal.probs is not None else None
         return Draft(proposal.tokens[:k], probs, proposal.strength)
-    k = min(policy.choose_k(), room)
+    catch_up = getattr(drafter, "catch_up", None)
+    k = min(policy.choose_k(catch_up=catch_up(context) if catch_up else None), room)
     shadow = k == 0
     if shadow and policy.shadow_k() <= 0:
         return Draft([])

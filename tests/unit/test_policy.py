@@ -138,3 +138,60 @@ def test_strength_buckets_lean_on_the_overall_estimate_until_they_have_evidence(
     assert 0.2 < one.alphas(1, strength=20)[0] < one.alphas(1)[0] + 1e-9
     seeded = e.seeded()
     assert seeded.alphas(4, strength=20)[0] > 0.8  # other documents keep some of it
+
+
+def feed_costly(p: AdaptivePolicy, rounds: int, catch_up: int | None) -> list[int]:
+    """Rounds of a costly drafter that is never right; `catch_up`: what it reports each round."""
+    ks = []
+    for _ in range(rounds):
+        k = p.choose_k(catch_up=catch_up)
+        p.observe(k, 0)
+        ks.append(k)
+    return ks
+
+
+def pays_if_right() -> CostProfile:
+    """A draft model that would pay if it were always right (a GPU-like curve, drafts at 0.3
+    of a target token), so the policy keeps probing it while it loses. A new one per policy:
+    probes teach the profile this machine's catch-up rate."""
+    return CostProfile(
+        {1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5}, draft_seconds_per_token=0.3
+    )
+
+
+def test_probing_a_draft_model_is_budgeted_by_its_catch_up():
+    """A probe first catches the draft model's cache up on everything it has not seen (a new
+    prompt: hundreds of tokens). Probes may take ~5% of decoding time, so a large catch-up
+    waits many rounds; a small one is tried at the usual interval."""
+    small = feed_costly(policy(pays_if_right(), alpha0=0.05), 100, catch_up=1)
+    assert 2 <= sum(k > 0 for k in small) <= 8
+    large = feed_costly(policy(pays_if_right(), alpha0=0.05), 300, catch_up=2000)
+    assert not any(large)
+    # 2000 tokens at 0.3 x 1.5 / 32 each (a batch is that much cheaper per token): ~28 rounds'
+    # worth of target time, affordable after ~560 rounds at 5%
+    later = feed_costly(policy(pays_if_right(), alpha0=0.05), 700, catch_up=2000)
+    assert 500 <= later.index(2) <= 620
+
+
+def test_a_probe_that_costs_more_than_predicted_makes_the_next_wait():
+    now = [0.0]
+    p = AdaptivePolicy(
+        CostProfile(
+            {1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5}, draft_seconds_per_token=0.3
+        ),
+        estimate=AcceptanceEstimate(0.05),
+        clock=lambda: now[0],
+    )
+    ks = []
+    for _ in range(400):
+        k = p.choose_k(catch_up=10)
+        now[0] += 1.0 + (30.0 if k else 0.0)  # the probe's catch-up really took 30 rounds' time
+        p.observe(k, 0)
+        ks.append(k)
+    probes = [i for i, k in enumerate(ks) if k]
+    assert probes and probes[0] < 20  # predicted cheap: tried at the usual interval
+    assert p.profile.catch_up_seconds_per_token == pytest.approx(
+        (30.0 - 0.6 - p.profile.verify(3) + 1.0) / 10
+    )
+    assert len(probes) == 1 or probes[1] - probes[0] >= 500  # then it waits: 30 s at 5% is 600
+    assert p.estimate.probe_seconds == pytest.approx(30.0)
