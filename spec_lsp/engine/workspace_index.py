@@ -223,8 +223,9 @@ class WorkspaceIndex:
                 index, starts = doc.layout()
                 i = index[line]
                 for col in postings[line]:
-                    if partial and doc.after(i, col, len(partial)) != partial:
-                        continue
+                    ahead = doc.after(i, col, len(partial) + 1)
+                    if ahead[: len(partial)] != partial or len(ahead) <= len(partial):
+                        continue  # not this context, or nothing after it to propose
                     length = _common_suffix(back, doc.before(i, col, len(back)))
                     offset = starts[i] + col
                     if exclude and doc.doc_id == exclude[0]:

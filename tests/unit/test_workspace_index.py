@@ -229,3 +229,13 @@ def test_greedy_with_workspace_drafts_equals_plain_greedy(docs, prefix, k, max_t
     )
     assert out == plain_greedy(prompt, max_tokens)
     assert stats.accepted <= stats.drafted
+
+
+def test_a_tie_at_the_end_of_a_document_does_not_hide_a_match_with_a_continuation():
+    """Found by hypothesis: two documents end the same way, the most recent one with nothing
+    after the match. The lookup must propose the other one's continuation, not give up."""
+    index = WorkspaceIndex(key_chars=4)
+    index.update("doc2", "==========_=")
+    index.update("doc0", "==========_")
+    match = index.lookup("==========_", max_chars=20)
+    assert match is not None and match.doc_id == "doc2" and match.continuation == "="
