@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from spec_lsp.engine.backends.base import common_prefix_len
 from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
-from spec_lsp.engine.policy import EXPLORE_SHARE, MARGIN, AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, can_explore, prior_acceptance
 from spec_lsp.engine.profile import CostProfile
 
 NOTHING = "none"
@@ -32,9 +32,8 @@ MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measure
 TAIL = 16
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
-# a costly source is tried again only once the rounds since its last try took 1/EXPLORE_SHARE
-# times what that try cost (a try first catches the model's cache up): the policy's exploration
-# budget, shared with the adaptive policy's probes
+# a costly source is tried again only once the rounds since its last try may pay for what that
+# try cost (a try first catches the model's cache up): `can_explore`, the adaptive policy's budget
 
 
 @dataclass
@@ -145,7 +144,7 @@ class AutoDrafter:
         if (
             source.idle_rounds >= source.probe_interval
             and self._could_pay(source, k)
-            and source.idle_rounds * self._verify(1) * EXPLORE_SHARE >= (source.probe_seconds or 0)
+            and can_explore(source.idle_rounds, self._verify(1), source.probe_seconds or 0.0)
         ):
             return _Option(float("inf"), source, max(n, min(2, k)), None, probe=True)  # try again
         return _Option(rate, source, n, None)

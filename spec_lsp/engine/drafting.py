@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from spec_lsp.engine import sampling
-from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, sync
+from spec_lsp.engine.backends.base import ModelBackend, kept_by_sync, sync
 from spec_lsp.engine.types import EngineError, SamplingParams
 
 
@@ -103,7 +103,7 @@ class ModelDrafter:
 
     def catch_up(self, context: Sequence[int]) -> int:
         """Tokens the draft model would evaluate before drafting after `context`."""
-        return len(context) - min(common_prefix_len(self.model.tokens, context), len(context) - 1)
+        return len(context) - kept_by_sync(self.model, context)
 
     def draft(self, request: DraftRequest) -> Draft:
         logits, _ = sync(self.model, request.context)

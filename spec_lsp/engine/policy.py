@@ -21,10 +21,13 @@ from spec_lsp.engine.profile import CostProfile
 class DraftPolicy(Protocol):
     draft_max: int
 
-    def choose_k(self, strength: int | None = None, catch_up: int | None = None) -> int:
+    def choose_k(
+        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+    ) -> int:
         """The draft length for this round; `strength`: the proposal's match strength when a
-        lookup drafter proposed first (see `strength_bucket`); `catch_up`: tokens a draft model
-        must evaluate before it can draft (None: it does not say)."""
+        lookup drafter proposed first (see `strength_bucket`); `catch_up`: counts the tokens a
+        draft model must evaluate before it can draft, asked only when a probe is considered
+        (None: the drafter does not say)."""
         ...
 
     def certain_k(self) -> int:
@@ -53,7 +56,9 @@ class FixedPolicy:
         self.drafted = 0
         self.accepted = 0
 
-    def choose_k(self, strength: int | None = None, catch_up: int | None = None) -> int:
+    def choose_k(
+        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+    ) -> int:
         return self.draft_max
 
     def shadow_k(self) -> int:
@@ -83,6 +88,11 @@ MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
 # trying a costly drafter that is not chosen (its catch-up included) may take this share of the
 # decoding time since the last try: exploring a drafter that does not pay stays ~5% of the time
 EXPLORE_SHARE = 0.05
+
+
+def can_explore(rounds: int, round_seconds: float, cost: float) -> bool:
+    """May a try costing `cost` seconds be spent after `rounds` rounds without one?"""
+    return rounds * round_seconds * EXPLORE_SHARE >= cost
 
 
 def prior_acceptance(temperature: float) -> float:
@@ -229,12 +239,12 @@ class AdaptivePolicy:
     ) -> None:
         self.profile = profile
         self._clock = clock
-        self._probe: tuple[float, int, int | None] | None = None  # started, k, catch-up
+        # this round's probe, if it is one: (started, k, tokens the draft model caught up on)
+        self._probe: tuple[float, int, int | None] | None = None
         self.estimate = estimate
         self.draft_max = draft_max
         self.draft_min = draft_min
         self.probe_every = probe_every
-        self._probing = False
         self._last_k = 0
         self._ever_pays: bool | None = None
 
@@ -272,20 +282,25 @@ class AdaptivePolicy:
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0
 
-    def choose_k(self, strength: int | None = None, catch_up: int | None = None) -> int:
+    def choose_k(
+        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+    ) -> int:
         k = self.best_k(strength=strength)
-        self._probing = False
+        self._probe = None
         if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
             probe_k = max(1, self.draft_min, min(2, self.draft_max))
-            if self.estimate.rounds_at_zero >= self.estimate.probe_interval and self._affordable(
-                probe_k, catch_up
-            ):
-                self.estimate.rounds_at_zero = 0
-                self._probing = True
-                self._probe = (self._clock(), probe_k, catch_up)
-                k = probe_k
+            if self.estimate.rounds_at_zero >= self.estimate.probe_interval:
+                tokens = catch_up() if catch_up else None
+                if can_explore(
+                    self.estimate.rounds_at_zero,
+                    self.profile.verify(1),
+                    self.probe_cost(probe_k, tokens),
+                ):
+                    self.estimate.rounds_at_zero = 0
+                    self._probe = (self._clock(), probe_k, tokens)
+                    k = probe_k
         self._last_k = k
         return k
 
@@ -306,11 +321,6 @@ class AdaptivePolicy:
             return p.catch_up_seconds_per_token
         batched = p.verify(32) / (32 * p.verify(1)) if p.verify(1) > 0 else 1.0
         return p.draft_seconds_per_token * min(batched, 1.0)
-
-    def _affordable(self, k: int, catch_up: int | None) -> bool:
-        """A probe may cost EXPLORE_SHARE of the decoding time since the last one."""
-        budget = self.estimate.rounds_at_zero * self.profile.verify(1) * EXPLORE_SHARE
-        return budget >= self.probe_cost(k, catch_up)
 
     def certain_k(self) -> int:
         return max(1, self.best_k(alpha=0.98))
@@ -349,7 +359,7 @@ class AdaptivePolicy:
 
     def observe(self, drafted: int, accepted: int, strength: int | None = None) -> None:
         self.estimate.update(drafted, accepted, strength)
-        if self._probing and self._probe is not None:
+        if self._probe is not None:  # a probe: learn what it cost
             started, k, catch_up = self._probe
             extra = max(self._clock() - started - self.profile.verify(1), 0.0)
             self.estimate.probe_seconds = extra

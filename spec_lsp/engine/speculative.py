@@ -167,8 +167,8 @@ def _draft(
             return Draft([])
         probs = proposal.probs[:k] if proposal.probs is not None else None
         return Draft(proposal.tokens[:k], probs, proposal.strength)
-    catch_up = getattr(drafter, "catch_up", None)
-    k = min(policy.choose_k(catch_up=catch_up(context) if catch_up else None), room)
+    counter = getattr(drafter, "catch_up", None)
+    k = min(policy.choose_k(catch_up=(lambda: counter(context)) if counter else None), room)
     shadow = k == 0
     if shadow and policy.shadow_k() <= 0:
         return Draft([])

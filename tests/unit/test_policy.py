@@ -144,7 +144,7 @@ def feed_costly(p: AdaptivePolicy, rounds: int, catch_up: int | None) -> list[in
     """Rounds of a costly drafter that is never right; `catch_up`: what it reports each round."""
     ks = []
     for _ in range(rounds):
-        k = p.choose_k(catch_up=catch_up)
+        k = p.choose_k(catch_up=None if catch_up is None else lambda: catch_up)
         p.observe(k, 0)
         ks.append(k)
     return ks
@@ -184,7 +184,7 @@ def test_a_probe_that_costs_more_than_predicted_makes_the_next_wait():
     )
     ks = []
     for _ in range(400):
-        k = p.choose_k(catch_up=10)
+        k = p.choose_k(catch_up=lambda: 10)
         now[0] += 1.0 + (30.0 if k else 0.0)  # the probe's catch-up really took 30 rounds' time
         p.observe(k, 0)
         ks.append(k)

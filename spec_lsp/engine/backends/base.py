@@ -84,6 +84,14 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def kept_by_sync(model: ModelBackend, tokens: Sequence[int]) -> int:
+    """How many cached tokens `sync(model, tokens)` keeps (the rest it evaluates)."""
+    keep = min(common_prefix_len(model.tokens, tokens), len(tokens) - 1)
+    if not model.info.supports_rollback and keep < len(model.tokens):
+        keep = 0  # no partial removal on this architecture: start over
+    return keep
+
+
 def sync(
     model: ModelBackend,
     tokens: Sequence[int],
@@ -100,9 +108,7 @@ def sync(
     """
     if not tokens:
         raise ValueError("cannot sync an empty token sequence")
-    keep = min(common_prefix_len(model.tokens, tokens), len(tokens) - 1)
-    if not model.info.supports_rollback and keep < len(model.tokens):
-        keep = 0  # no partial removal on this architecture: start over
+    keep = kept_by_sync(model, tokens)
     model.truncate(keep)
     rest = list(tokens[keep:])
     for start in range(0, len(rest) - 1, chunk):
