@@ -7,6 +7,7 @@ Writes `<out>/bench.md` (tables), `<out>/bench.json` (raw runs), `<out>/speedup.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import statistics
@@ -88,6 +89,8 @@ class Run:
     drafted: int = 0
     accepted: int = 0
     k_trace: list[int] | None = None
+    rep: int = 0
+    text: str = ""  # digest of the generated tokens: the same seed should give the same text
 
     @property
     def rate(self) -> float:
@@ -131,13 +134,15 @@ def _bench_policies(settings: Settings, quick: bool, out: Path, max_tokens: int,
         )
     )
     for label, pair_settings in pairs:
+        # SmolLM2 runs ~8x faster than Qwen: longer generations keep its cells above timing noise
+        tokens = max_tokens * (2 if label == "smollm2-self" else 1)
         engine = build_engine(pair_settings)
         engine.load()
         profile = engine.ensure_profile()
         _log(
             f"[{label}] verify cost n/1: {profile.relative()}  draft {profile.draft_seconds_per_token * 1000:.1f} ms/token"
         )
-        runs += _bench_pair(engine, label, prompts, max_tokens, reps)
+        runs += _bench_pair(engine, label, prompts, tokens, reps)
         if label == "ngram":
             runs += _bench_llama_cpp_python(engine, prompts, max_tokens)
         engine.close()
@@ -160,6 +165,7 @@ def _policies(
     engine: Engine, estimate: AcceptanceEstimate
 ) -> Iterator[tuple[str, DraftPolicy | None]]:
     yield "none", None
+    yield AGAIN, None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
     assert engine.profile is not None
@@ -203,7 +209,7 @@ def _bench_pair(
                         SamplingParams(temperature, 40, 0.95, seed=rep),
                         frozenset(),
                     )
-                    generate(
+                    out = generate(
                         loaded.target,
                         drafter if policy else None,
                         policy or FixedPolicy(0),
@@ -224,6 +230,8 @@ def _bench_pair(
                             stats.drafted,
                             stats.accepted,
                             stats.k_trace,
+                            rep,
+                            digest(out),
                         )
                     )
                 _log(
@@ -231,6 +239,35 @@ def _bench_pair(
                     + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
                 )
     return runs
+
+
+# no speculation run twice per prompt and rep: its ratio to the first is this machine's noise
+# floor for the cell (an A/A test), next to which every other ratio is read
+AGAIN = "none again (A/A)"
+
+
+SAME_TEXT_NOTE = (
+    "\nSame text as none: policies whose every run wrote what no speculation wrote with the "
+    "same seed. Lookup drafts never change the text in exact arithmetic (at any T); a batch's "
+    "logits differ from one token's by rounding, so a near-tie can flip and the texts part "
+    "from there. A draft model's sampled drafts (T > 0) take other random draws.\n"
+)
+
+
+def digest(tokens: list[int]) -> str:
+    return hashlib.sha256(np.asarray(tokens, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def same_text(by_policy: dict[str, list[Run]], policies: list[str]) -> str:
+    """How many of `policies` wrote, for every prompt and rep, the text no speculation wrote
+    with the same seed (all of them should where drafts are deterministic, at any T)."""
+    reference = {(r.prompt, r.rep): r.text for r in by_policy.get("none", [])}
+    same = sum(
+        bool(by_policy.get(p))
+        and all(reference.get((r.prompt, r.rep)) == r.text for r in by_policy[p])
+        for p in policies
+    )
+    return f"{same}/{len(policies)}"
 
 
 def _warm_up(target: ModelBackend, prompt: list[int]) -> None:
@@ -287,7 +324,7 @@ def render(runs: list[Run]) -> str:
         cells[(r.drafter, r.workload, r.temperature)][r.policy].append(r)
     lines = []
     for drafter in sorted({r.drafter for r in runs}):
-        policies = ["none", *(f"fixed-{k}" for k in FIXED_KS), "adaptive"]
+        policies = ["none", AGAIN, *(f"fixed-{k}" for k in FIXED_KS), "adaptive"]
         extra = [
             p
             for p in ("llama-cpp-python", "llama-cpp-python+PLD")
@@ -295,12 +332,12 @@ def render(runs: list[Run]) -> str:
         ]
         shown = policies[1:] + extra
         lines += [
-            f"\n### drafter: {drafter}\n",
+            f"\n### drafter: {drafter} ({max(r.tokens for r in runs if r.drafter == drafter)}-token generations)\n",
             "| workload | T | none tok/s | "
             + " | ".join(shown)
             + " | adaptive accept | adaptive mean k | adaptive rounds to k=0 "
-            "| adaptive / best fixed |",
-            "|---" * (len(shown) + 7) + "|",
+            "| adaptive / best fixed | same text as none |",
+            "|---" * (len(shown) + 8) + "|",
         ]
         whole: dict[str, list[float]] = defaultdict(list)
         for (d, workload, temperature), by_policy in sorted(cells.items()):
@@ -322,13 +359,15 @@ def render(runs: list[Run]) -> str:
                 f"| {workload} | {temperature} | {base:.2f} | "
                 + " | ".join(f"{ratios[p]:.2f}x" for p in shown)
                 + f" | {accept:.0%} | {mean_k:.1f} | {_settles(adaptive)} "
-                f"| {ratios['adaptive'] / best_fixed:.2f} |"
+                f"| {ratios['adaptive'] / best_fixed:.2f} "
+                f"| {same_text(by_policy, policies[1:])} |"
             )
         lines.append(
             "| **whole table** (geometric mean) | | | "
             + " | ".join(f"**{_geomean(whole[p]):.2f}x**" for p in shown)
-            + " | | | | |"
+            + " | | | | | |"
         )
+        lines.append(SAME_TEXT_NOTE)
     return "\n".join(lines) + "\n"
 
 
@@ -370,6 +409,7 @@ def _plots(runs: list[Run], out: Path) -> None:
             p
             for p in [
                 "none",
+                AGAIN,
                 *(f"fixed-{k}" for k in FIXED_KS),
                 "adaptive",
                 "llama-cpp-python",

@@ -17,12 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from spec_lsp.bench import (
+    AGAIN,
+    SAME_TEXT_NOTE,
     TEMPERATURES,
     Run,
     _log,
     _rate,
     _smol,
     _warm_up,
+    digest,
+    same_text,
 )
 from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.config import Settings
@@ -129,13 +133,13 @@ def run(
             prompt = engine.prompt_tokens(request)
             _warm_up(target, prompt)
             for rep in range(reps):
-                names = ["none", *SOURCES]
+                names = ["none", AGAIN, *SOURCES]
                 order = names[rep % len(names) :] + names[: rep % len(names)]  # interleave
                 for name in order:
                     stats = DecodeStats()
                     policy = (
                         FixedPolicy(0)
-                        if name == "none"
+                        if name in ("none", AGAIN)
                         else AdaptivePolicy(
                             model_profile if name == "crossvocab" else profile,
                             estimate=estimates[name],
@@ -171,6 +175,8 @@ def run(
                             stats.drafted,
                             stats.accepted,
                             stats.k_trace,
+                            rep,
+                            digest(tokens),
                         )
                     )
                 _log(
@@ -248,13 +254,14 @@ def render(
     lines = [
         "\n### draft sources (adaptive policy; Qwen target; tokens/s ratio to no speculation)\n",
         "| workload | T | none tok/s | "
-        + " | ".join(SOURCES)
-        + " | auto / best single | auto rounds per source | accept (drafted) per source |",
-        "|---" * (len(SOURCES) + 6) + "|",
+        + " | ".join((AGAIN, *SOURCES))
+        + " | auto / best single | auto rounds per source | accept (drafted) per source "
+        "| same text as none |",
+        "|---" * (len(SOURCES) + 8) + "|",
     ]
     for (workload, temperature), by in sorted(cells.items()):
         base = _rate(by["none"])
-        ratios = {s: _rate(by[s]) / base if base else 0.0 for s in SOURCES}
+        ratios = {s: _rate(by[s]) / base if base else 0.0 for s in (AGAIN, *SOURCES)}
         best = max(ratios[s] for s in SOURCES if s != "auto")
         chosen = reports.get((workload, temperature), {})
         picks = ", ".join(f"{s} {int(v['chosen'])}" for s, v in chosen.items())
@@ -265,10 +272,12 @@ def render(
         )
         lines.append(
             f"| {workload} | {temperature} | {base:.2f} | "
-            + " | ".join(f"{ratios[s]:.2f}x" for s in SOURCES)
-            + f" | {ratios['auto'] / best:.2f} | {picks} | {accepts} |"
+            + " | ".join(f"{ratios[s]:.2f}x" for s in (AGAIN, *SOURCES))
+            + f" | {ratios['auto'] / best:.2f} | {picks} | {accepts} "
+            f"| {same_text(by, [AGAIN, *SOURCES])} |"
         )
     lines += [
+        SAME_TEXT_NOTE,
         "\n### acceptance per source and workload (T = 0; a draft of 4 at every position of "
         "the target's greedy output; coverage = positions with a proposal)\n",
         "| workload | " + " | ".join(s for s in SOURCES if s != "auto") + " |",

@@ -6,6 +6,8 @@ distributions the sampler would really draw from: temperature, then top-k, then 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from spec_lsp.engine.types import SamplingParams
@@ -62,11 +64,41 @@ def _inverse_cdf(probs: np.ndarray, rng: np.random.Generator) -> int:
     return int(min(index, probs.size - 1))
 
 
-def pick(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> int:
+def pick(logits: np.ndarray, params: SamplingParams, u: float) -> int:
+    """The sampler's token for the uniform `u` in [0, 1): inverse CDF over the support in token
+    id order, so the same `u` picks the same token whatever order the support came in, and
+    logits that differ by rounding (a row from a batch of 5 or of 1) almost always agree."""
     if params.greedy:
         return int(np.argmax(logits))
     keep, probs = support(logits, params)
-    return int(keep[_inverse_cdf(probs, rng)])
+    order = np.argsort(keep)
+    cumulative = np.cumsum(probs[order])
+    index = int(np.searchsorted(cumulative, u * cumulative[-1], side="right"))
+    return int(keep[order[min(index, order.size - 1)]])
+
+
+class PositionNoise:
+    """One uniform per output position, fixed by the generation's seed.
+
+    The token at position j is `pick(row, params, noise[j])` whoever proposed it. A
+    deterministic draft (a lookup) is accepted exactly when it is that token, which happens
+    with probability p(x) (as speculative sampling's min(1, p/q) with q one-hot), and the token
+    emitted otherwise is p without x: the target's law, unchanged. And the text for a seed no
+    longer depends on how many tokens were drafted each round (timing-driven, when adaptive).
+    """
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self._rng = np.random.default_rng(int(rng.integers(2**63)))
+        self._values = self._rng.random(64)
+
+    def __getitem__(self, position: int) -> float:
+        while position >= self._values.size:
+            self._values = np.concatenate([self._values, self._rng.random(self._values.size)])
+        return float(self._values[position])
+
+    def after(self, start: int) -> Callable[[int], float]:
+        """The uniforms from `start` on: row i of a verify batch is position start + i."""
+        return lambda i: self[start + i]
 
 
 def top_probability(logits: np.ndarray) -> float:

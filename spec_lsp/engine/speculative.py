@@ -42,7 +42,11 @@ class DecodeJob:
 
 
 def verify(
-    rows: np.ndarray, draft: Draft, params: SamplingParams, rng: np.random.Generator
+    rows: np.ndarray,
+    draft: Draft,
+    params: SamplingParams,
+    rng: np.random.Generator,
+    noise: Callable[[int], float] | None = None,
 ) -> tuple[int, int]:
     """Return (number of draft tokens accepted, the target's token after them).
 
@@ -52,27 +56,29 @@ def verify(
     min(1, p(x)/q(x)); on rejection draw from the residual max(0, p - q), renormalised. Every
     emitted token is then distributed exactly as the target's p. A deterministic draft
     (n-gram lookup) has q = one-hot(x): acceptance is p(x) and the residual is p without x.
+    `noise(i)`, the uniform of the i-th row's position (see sampling.PositionNoise), decides
+    deterministic drafts and the token after the draft, so the text for a seed is the text
+    plain sampling gives; without it, those draws come from `rng`.
     """
+    u = noise if noise is not None else (lambda _i: float(rng.random()))
     for i, x in enumerate(draft.tokens):
-        if params.greedy:
-            target_choice = int(np.argmax(rows[i]))
+        if params.greedy or draft.probs is None:
+            target_choice = sampling.pick(rows[i], params, u(i))
             if target_choice != x:
                 return i, target_choice
             continue
         keep, p = sampling.support(rows[i], params)  # p over `keep`, the sampler's support
         at = np.flatnonzero(keep == x)
         p_x = float(p[at[0]]) if at.size else 0.0
-        q = draft.probs[i] if draft.probs is not None else None
-        q_x = float(q[x]) if q is not None else 1.0
+        q_x = float(draft.probs[i][x])
         if q_x > 0 and rng.random() < min(1.0, p_x / q_x):
             continue
-        residual = np.maximum(p - q[keep], 0.0) if q is not None else p.copy()
-        if q is None:
-            residual[at] = 0.0
+        residual = np.maximum(p - draft.probs[i][keep], 0.0)
         if residual.sum() <= 0.0:  # p == q up to rounding: the residual is empty, p itself is right
             residual = p
         return i, int(keep[sampling.draw(residual / residual.sum(), rng)])
-    return len(draft.tokens), sampling.pick(rows[len(draft.tokens)], params, rng)
+    n = len(draft.tokens)
+    return n, sampling.pick(rows[n], params, u(n))
 
 
 def generate(
@@ -98,7 +104,8 @@ def generate(
         masked = np.full_like(logits, -np.inf)
         masked[list(job.first_allowed)] = logits[list(job.first_allowed)]
         logits = masked
-    out = [sampling.pick(logits, job.sampling, rng)]
+    noise = sampling.PositionNoise(rng)
+    out = [sampling.pick(logits, job.sampling, noise[0])]
     known = _continuation_after(job)
     shadows: Shadows = []
     last_start, model_seconds = 0.0, 0.0
@@ -122,7 +129,7 @@ def generate(
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         model_seconds += time.perf_counter() - t
         policy.observe_verify(len(draft.tokens) + 1, time.perf_counter() - t)
-        n_accepted, next_token = verify(rows, draft, job.sampling, rng)
+        n_accepted, next_token = verify(rows, draft, job.sampling, rng, noise.after(len(out)))
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
         if not from_continuation:  # the drafter's acceptance, not the cache's

@@ -126,6 +126,30 @@ def test_greedy_speculation_equals_plain_greedy(prompt, k, max_tokens, mode, cac
         assert stats.accepted == stats.drafted  # a model drafting for itself is always right
 
 
+@settings(max_examples=120, deadline=None)
+@given(
+    prompt=st.lists(st.integers(1, VOCAB - 1), min_size=1, max_size=12),
+    k=st.integers(1, 12),
+    max_tokens=st.integers(1, 40),
+    mode=st.sampled_from(["random", "exact", "one_wrong", "ngram"]),
+    temperature=st.sampled_from([0.5, 1.0, 1.5]),
+    seed=st.integers(0, 2**32),
+    data=st.data(),
+)
+def test_sampling_with_lookup_drafts_gives_the_seeds_plain_text(
+    prompt, k, max_tokens, mode, temperature, seed, data
+):
+    """At T > 0, a deterministic draft of any length, right or wrong, does not change the text
+    a seed gives: the adaptive policy's timing-driven k cannot make a seeded completion differ
+    from plain sampling (and from itself)."""
+    drafter = NgramDrafter() if mode == "ngram" else ScriptedDrafter(data, mode)
+    params = SamplingParams(temperature=temperature, top_k=8, top_p=0.9, seed=seed)
+    plain, _ = run(prompt, None, 0, max_tokens, params=params, seed=seed)
+    spec, stats = run(prompt, drafter, k, max_tokens, params=params, seed=seed)
+    assert spec == plain
+    assert stats.accepted <= stats.drafted
+
+
 def test_self_draft_needs_fewer_target_passes():
     plain, plain_stats = run([3, 4, 5], None, 0, 30)
     spec, spec_stats = run([3, 4, 5], ModelDrafter(fake_target(), target=fake_target()), 4, 30)

@@ -1,0 +1,49 @@
+"""The bench's table is what the closing notes quote: its ratios and checks must be right."""
+
+from __future__ import annotations
+
+import pytest
+
+from spec_lsp.bench import AGAIN, FIXED_KS, Run, render, same_text
+
+
+def runs_for(policy: str, seconds: float, text: str = "t", reps: int = 2) -> list[Run]:
+    return [
+        Run("ngram", "repeat", 0.5, policy, 0, 49, seconds, 10, 5, [2, 0], rep, f"{text}{rep}")
+        for rep in range(reps)
+    ]
+
+
+def test_ratios_and_best_fixed_are_computed_per_cell():
+    runs = runs_for("none", 4.0) + runs_for(AGAIN, 5.0) + runs_for("adaptive", 2.0)
+    for k in FIXED_KS:
+        runs += runs_for(f"fixed-{k}", 3.2 if k == 4 else 8.0)
+    table = render(runs)
+    row = next(line for line in table.splitlines() if line.startswith("| repeat"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "12.00"  # 48 tokens after the first over 4 s
+    assert cells[3] == "0.80x"  # no speculation again: the noise floor
+    assert cells[4:8] == ["0.50x", "1.25x", "0.50x", "0.50x"]  # fixed-2, 4, 8, 16
+    assert cells[8] == "2.00x"  # adaptive
+    assert cells[-2] == "1.60"  # adaptive / best fixed (fixed-4)
+    assert cells[-1] == "6/6"
+
+
+def test_same_text_counts_policies_whose_text_differs_from_no_speculation():
+    by_policy = {
+        "none": runs_for("none", 1.0),
+        "fixed-2": runs_for("fixed-2", 1.0),
+        "adaptive": runs_for("adaptive", 1.0, text="other"),
+    }
+    assert same_text(by_policy, ["fixed-2", "adaptive"]) == "1/2"
+    by_policy["adaptive"][1].text = by_policy["none"][1].text
+    assert same_text(by_policy, ["fixed-2", "adaptive"]) == "1/2"  # one rep still differs
+    by_policy["adaptive"][0].text = by_policy["none"][0].text
+    assert same_text(by_policy, ["fixed-2", "adaptive"]) == "2/2"
+
+
+@pytest.mark.parametrize("missing", ["none", "adaptive"])
+def test_a_policy_with_no_runs_does_not_count_as_the_same_text(missing):
+    by_policy = {"none": runs_for("none", 1.0), "adaptive": runs_for("adaptive", 1.0)}
+    del by_policy[missing]
+    assert same_text(by_policy, ["adaptive"]) == "0/1"
