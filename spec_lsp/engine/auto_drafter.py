@@ -133,8 +133,10 @@ class AutoDrafter:
         model.idle_rounds = 0
         started = self._clock()
         draft = self._run(model, replace(request, max_tokens=best.n))
-        if best.probe:
-            model.probe_seconds = self._clock() - started
+        if best.probe:  # what it cost: the draft (catch-up included) and the larger batch
+            model.probe_seconds = (
+                self._clock() - started + self._verify(len(draft.tokens) + 1) - self._verify(1)
+            )
         pending.proposals[model.name] = draft.tokens
         return draft
 

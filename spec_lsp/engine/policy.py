@@ -85,9 +85,11 @@ class FixedPolicy:
 
 
 MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
-# trying a costly drafter that is not chosen (its catch-up included) may take this share of the
-# decoding time since the last try: exploring a drafter that does not pay stays ~5% of the time
-EXPLORE_SHARE = 0.05
+# trying a costly drafter that is not chosen (its catch-up and larger batch included) may take
+# this share of the decoding time since the last try: where a draft model never pays, exploring
+# it costs ~2%, inside the 3% auto may lose to the best single source (at 5% the bench showed
+# auto at 0.95x of it in cells where only the free lookups were worth anything)
+EXPLORE_SHARE = 0.02
 
 
 def can_explore(rounds: int, round_seconds: float, cost: float) -> bool:

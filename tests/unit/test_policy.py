@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from spec_lsp.engine.policy import (
+    EXPLORE_SHARE,
     MARGIN,
     AcceptanceEstimate,
     AdaptivePolicy,
@@ -161,16 +162,17 @@ def pays_if_right() -> CostProfile:
 
 def test_probing_a_draft_model_is_budgeted_by_its_catch_up():
     """A probe first catches the draft model's cache up on everything it has not seen (a new
-    prompt: hundreds of tokens). Probes may take ~5% of decoding time, so a large catch-up
-    waits many rounds; a small one is tried at the usual interval."""
+    prompt: hundreds of tokens). Probes may take EXPLORE_SHARE of decoding time, so a large
+    catch-up waits many rounds; a small one is tried at the usual interval."""
     small = feed_costly(policy(pays_if_right(), alpha0=0.05), 100, catch_up=1)
     assert 2 <= sum(k > 0 for k in small) <= 8
     large = feed_costly(policy(pays_if_right(), alpha0=0.05), 300, catch_up=2000)
     assert not any(large)
     # 2000 tokens at 0.3 x 1.5 / 32 each (a batch is that much cheaper per token): ~28 rounds'
-    # worth of target time, affordable after ~560 rounds at 5%
-    later = feed_costly(policy(pays_if_right(), alpha0=0.05), 700, catch_up=2000)
-    assert 500 <= later.index(2) <= 620
+    # worth of target time, affordable after ~28 / EXPLORE_SHARE rounds
+    expected = (28.1 + 0.6) / EXPLORE_SHARE  # catch-up, then draft(2) and the batch
+    later = feed_costly(policy(pays_if_right(), alpha0=0.05), int(expected * 1.2), catch_up=2000)
+    assert 0.9 * expected <= later.index(2) <= 1.1 * expected
 
 
 def test_a_probe_that_costs_more_than_predicted_makes_the_next_wait():
@@ -183,15 +185,18 @@ def test_a_probe_that_costs_more_than_predicted_makes_the_next_wait():
         clock=lambda: now[0],
     )
     ks = []
-    for _ in range(400):
+    for _ in range(int(40 / EXPLORE_SHARE)):
         k = p.choose_k(catch_up=lambda: 10)
         now[0] += 1.0 + (30.0 if k else 0.0)  # the probe's catch-up really took 30 rounds' time
         p.observe(k, 0)
         ks.append(k)
     probes = [i for i, k in enumerate(ks) if k]
-    assert probes and probes[0] < 20  # predicted cheap: tried at the usual interval
+    # predicted cheap (draft(2), the batch, 10 tokens of catch-up: ~0.74 of a round): tried as
+    # soon as the budget allows
+    assert probes and probes[0] <= 0.9 / EXPLORE_SHARE
     assert p.profile.catch_up_seconds_per_token == pytest.approx(
         (30.0 - 0.6 - p.profile.verify(3) + 1.0) / 10
     )
-    assert len(probes) == 1 or probes[1] - probes[0] >= 500  # then it waits: 30 s at 5% is 600
+    # then it waits: 30 s at EXPLORE_SHARE (600 rounds at 5%)
+    assert len(probes) >= 2 and probes[1] - probes[0] >= 0.8 * 30 / EXPLORE_SHARE
     assert p.estimate.probe_seconds == pytest.approx(30.0)
