@@ -55,12 +55,12 @@ def draw(p: np.ndarray, rng: np.random.Generator) -> int:
     nonzero = np.flatnonzero(p)
     if nonzero.size == 0:
         return int(p.size - 1)
-    return int(nonzero[_inverse_cdf(p[nonzero], rng)])
+    return int(nonzero[_inverse_cdf(p[nonzero], float(rng.random()))])
 
 
-def _inverse_cdf(probs: np.ndarray, rng: np.random.Generator) -> int:
+def _inverse_cdf(probs: np.ndarray, u: float) -> int:
     cumulative = np.cumsum(probs)
-    index = np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right")
+    index = np.searchsorted(cumulative, u * cumulative[-1], side="right")
     return int(min(index, probs.size - 1))
 
 
@@ -72,9 +72,7 @@ def pick(logits: np.ndarray, params: SamplingParams, u: float) -> int:
         return int(np.argmax(logits))
     keep, probs = support(logits, params)
     order = np.argsort(keep)
-    cumulative = np.cumsum(probs[order])
-    index = int(np.searchsorted(cumulative, u * cumulative[-1], side="right"))
-    return int(keep[order[min(index, order.size - 1)]])
+    return int(keep[order[_inverse_cdf(probs[order], u)]])
 
 
 class PositionNoise:
