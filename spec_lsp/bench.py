@@ -91,6 +91,8 @@ class Run:
     k_trace: list[int] | None = None
     rep: int = 0
     text: str = ""  # digest of the generated tokens: the same seed should give the same text
+    # a no-speculation run made right before `baseline`'s run as its pair ("" for the others)
+    baseline: str = ""
 
     @property
     def rate(self) -> float:
@@ -164,7 +166,6 @@ def _smol() -> str:
 def _policies(
     engine: Engine, estimate: AcceptanceEstimate
 ) -> Iterator[tuple[str, DraftPolicy | None]]:
-    yield "none", None
     yield AGAIN, None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
@@ -197,11 +198,10 @@ def _bench_pair(
             estimate = AcceptanceEstimate(prior_acceptance(temperature))
             _warm_up(loaded.target, prompt)
             for rep in range(reps):
-                policies = list(_policies(engine, estimate))
-                order = (
-                    policies[rep % len(policies) :] + policies[: rep % len(policies)]
-                )  # interleave
-                for name, policy in order:
+                policies = dict(_policies(engine, estimate))
+                order = schedule(list(policies), PAIRED, rep)
+                for name, baseline in order:
+                    policy = policies.get(name)
                     stats = DecodeStats()
                     job = DecodeJob(
                         prompt,
@@ -232,6 +232,7 @@ def _bench_pair(
                             stats.k_trace,
                             rep,
                             digest(out),
+                            baseline,
                         )
                     )
                 _log(
@@ -244,8 +245,31 @@ def _bench_pair(
 # no speculation run twice per prompt and rep: its ratio to the first is this machine's noise
 # floor for the cell (an A/A test), next to which every other ratio is read
 AGAIN = "none again (A/A)"
+# policies measured against their own no-speculation run made just before them: this VM's
+# speed drifts over tens of seconds (other tenants), so a pair a few seconds apart sees the
+# same machine; the fixed k, far from 1x, are read against all the cell's no-speculation runs
+PAIRED = frozenset({AGAIN, "adaptive"})
 
 
+def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[tuple[str, str]]:
+    """The runs of one rep, as (policy, baseline): each paired policy right after a run of
+    no speculation that is its baseline; units rotated by rep so none always runs first."""
+    units = [[("none", n), (n, "")] if n in paired else [(n, "")] for n in names]
+    shift = rep % len(units) if units else 0
+    return [run for unit in units[shift:] + units[:shift] for run in unit]
+
+
+def ratio(by_policy: dict[str, list[Run]], policy: str) -> float:
+    """Tokens/s of `policy` over no speculation's: over its paired runs where it has them."""
+    pairs = [r for r in by_policy.get("none", []) if r.baseline == policy]
+    base = _rate(pairs or by_policy.get("none", []))
+    return _rate(by_policy.get(policy, [])) / base if base else 0.0
+
+
+PAIRED_NOTE = (
+    "\nRatios: A/A and adaptive against their own no-speculation run made just before them "
+    "(pairs); fixed k and llama-cpp-python against all the cell's no-speculation runs.\n"
+)
 SAME_TEXT_NOTE = (
     "\nSame text as none: policies whose every run wrote what no speculation wrote with the "
     "same seed. Lookup drafts never change the text in exact arithmetic (at any T); a batch's "
@@ -344,9 +368,9 @@ def render(runs: list[Run]) -> str:
             if d != drafter:
                 continue
             base = _rate(by_policy["none"])
-            ratios = {p: _rate(by_policy[p]) / base if base else 0.0 for p in shown}
-            for p, ratio in ratios.items():
-                whole[p].append(ratio)
+            ratios = {p: ratio(by_policy, p) for p in shown}
+            for p, value in ratios.items():
+                whole[p].append(value)
             adaptive = by_policy["adaptive"]
             accept = sum(r.accepted for r in adaptive) / max(sum(r.drafted for r in adaptive), 1)
             mean_k = (
@@ -367,6 +391,7 @@ def render(runs: list[Run]) -> str:
             + " | ".join(f"**{_geomean(whole[p]):.2f}x**" for p in shown)
             + " | | | | | |"
         )
+        lines.append(PAIRED_NOTE)
         lines.append(SAME_TEXT_NOTE)
     return "\n".join(lines) + "\n"
 
@@ -427,8 +452,10 @@ def _plots(runs: list[Run], out: Path) -> None:
                     for r in runs
                     if (r.drafter, r.workload, r.temperature) == (drafter, workload, temperature)
                 ]
-                base = _rate([r for r in sel if r.policy == "none"])
-                ratios.append(_rate([r for r in sel if r.policy == policy]) / base if base else 0)
+                by_policy: dict[str, list[Run]] = defaultdict(list)
+                for r in sel:
+                    by_policy[r.policy].append(r)
+                ratios.append(ratio(by_policy, policy))
             ax.bar(np.arange(len(cells)) + i * width, ratios, width, label=policy)
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_xticks(np.arange(len(cells)) + 0.4, [f"{w}\nT={t}" for w, t in cells])

@@ -26,7 +26,9 @@ from spec_lsp.bench import (
     _smol,
     _warm_up,
     digest,
+    ratio,
     same_text,
+    schedule,
 )
 from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.config import Settings
@@ -133,9 +135,9 @@ def run(
             prompt = engine.prompt_tokens(request)
             _warm_up(target, prompt)
             for rep in range(reps):
-                names = ["none", AGAIN, *SOURCES]
-                order = names[rep % len(names) :] + names[: rep % len(names)]  # interleave
-                for name in order:
+                # every source right after its own run of no speculation (see bench.PAIRED)
+                order = schedule([AGAIN, *SOURCES], frozenset({AGAIN, *SOURCES}), rep)
+                for name, baseline in order:
                     stats = DecodeStats()
                     policy = (
                         FixedPolicy(0)
@@ -177,6 +179,7 @@ def run(
                             stats.k_trace,
                             rep,
                             digest(tokens),
+                            baseline,
                         )
                     )
                 _log(
@@ -252,7 +255,8 @@ def render(
     for r in runs:
         cells[(r.workload, r.temperature)][r.policy].append(r)
     lines = [
-        "\n### draft sources (adaptive policy; Qwen target; tokens/s ratio to no speculation)\n",
+        "\n### draft sources (adaptive policy; Qwen target; tokens/s ratio to no speculation, "
+        "each source against its own no-speculation run made just before it)\n",
         "| workload | T | none tok/s | "
         + " | ".join((AGAIN, *SOURCES))
         + " | auto / best single | auto rounds per source | accept (drafted) per source "
@@ -261,7 +265,7 @@ def render(
     ]
     for (workload, temperature), by in sorted(cells.items()):
         base = _rate(by["none"])
-        ratios = {s: _rate(by[s]) / base if base else 0.0 for s in (AGAIN, *SOURCES)}
+        ratios = {s: ratio(by, s) for s in (AGAIN, *SOURCES)}
         best = max(ratios[s] for s in SOURCES if s != "auto")
         chosen = reports.get((workload, temperature), {})
         picks = ", ".join(f"{s} {int(v['chosen'])}" for s, v in chosen.items())

@@ -13,7 +13,8 @@ Learning needs no hook in the loop: the next call's context holds what the targe
 after the previous call's context, so every proposal made then, chosen or not, is scored
 against it (accepted = common prefix; positions past what was committed are untested). A draft
 model not chosen for a while is tried again now and then, less often while trials do not win,
-and never so often that trying (its catch-up included) takes more than ~5% of decoding time.
+and never so often that trying (its catch-up included, predicted before the first try) takes
+more than EXPLORE_SHARE (2%) of decoding time.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ class AutoDrafter:
                 rate, n = self._best(source, n_max, proposal.strength)
                 options.append(_Option(rate, source, n, proposal))
             elif request.max_tokens > 0 and not request.shadow:
-                options.append(self._consider_model(source, request.max_tokens))
+                options.append(self._consider_model(source, request))
         best = max(options, key=lambda option: option.rate)
         self.last_choice = best.source.name if best.source else NOTHING
         if best.source is None or best.n == 0:
@@ -140,16 +141,28 @@ class AutoDrafter:
         pending.proposals[model.name] = draft.tokens
         return draft
 
-    def _consider_model(self, source: Source, k: int) -> _Option:
+    def _consider_model(self, source: Source, request: DraftRequest) -> _Option:
+        k = request.max_tokens
         rate, n = self._best(source, k)
         source.idle_rounds += 1
-        if (
-            source.idle_rounds >= source.probe_interval
-            and self._could_pay(source, k)
-            and can_explore(source.idle_rounds, self._verify(1), source.probe_seconds or 0.0)
-        ):
-            return _Option(float("inf"), source, max(n, min(2, k)), None, probe=True)  # try again
+        if source.idle_rounds >= source.probe_interval and self._could_pay(source, k):
+            probe_n = max(n, min(2, k))
+            if can_explore(
+                source.idle_rounds, self._verify(1), self._try_cost(source, probe_n, request)
+            ):
+                return _Option(float("inf"), source, probe_n, None, probe=True)  # try again
         return _Option(rate, source, n, None)
+
+    def _try_cost(self, source: Source, n: int, request: DraftRequest) -> float:
+        """What trying the model now costs beyond a plain round: its draft, the larger batch,
+        and catching its cache up on what it has not seen (predicted from its cost per token;
+        the first try after a new prompt is mostly that). At least what the last try cost."""
+        predicted = self._draft_cost(source, n) + self._verify(n + 1) - self._verify(1)
+        counter = getattr(source.drafter, "catch_up", None)
+        if counter is not None and self.profile is not None:
+            per_token = self._draft_cost(source, 0)  # one model step, as measured (or prior)
+            predicted += counter(request.context) * self.profile.catch_up_rate(per_token)
+        return max(predicted, source.probe_seconds or 0.0)
 
     def _could_pay(self, source: Source, k: int) -> bool:
         """Would this source beat drafting nothing if nearly every token were accepted? A draft

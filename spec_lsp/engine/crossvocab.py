@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from spec_lsp.engine import sampling
-from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, sync
+from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, kept_by_sync, sync
 from spec_lsp.engine.drafting import Draft, DraftRequest
 from spec_lsp.engine.types import EngineError
 
@@ -197,6 +197,15 @@ class CrossVocabDrafter:
             masked[allowed] = logits[allowed]
             logits = masked
         return self._write(request, logits, budget, len(healed))
+
+    def catch_up(self, context: Sequence[int]) -> int:
+        """Draft-model tokens it would evaluate before drafting after `context` (what a try
+        costs beyond the draft itself: `drafter = auto` budgets it before trying)."""
+        view = self.text.update(context)
+        if complete_utf8(view) < len(view):
+            return 0
+        plan = self._plan(_window(view, self.max_view_bytes))
+        return max(len(plan) - kept_by_sync(self.model, plan), 0) if plan else 0
 
     def _plan(self, view: bytes) -> list[int]:
         """The draft tokens the cache should hold for `view`: kept tokens + the re-tokenized tail."""

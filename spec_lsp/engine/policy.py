@@ -308,9 +308,8 @@ class AdaptivePolicy:
 
     def probe_cost(self, k: int, catch_up: int | None) -> float:
         """Predicted seconds a probe of k tokens costs beyond a plain round: drafting, the larger
-        batch, and catching the draft model up on the tokens it has not seen (at the rate the
-        last probes measured; before any, its per-token cost scaled by how much cheaper a batch
-        is per token than one token on the target, as measured here)."""
+        batch, and catching the draft model up on the tokens it has not seen
+        (`CostProfile.catch_up_rate`)."""
         p = self.profile
         base = p.draft(k) + p.verify(k + 1) - p.verify(1)
         if catch_up is None:
@@ -318,11 +317,7 @@ class AdaptivePolicy:
         return base + catch_up * self._catch_up_rate()
 
     def _catch_up_rate(self) -> float:
-        p = self.profile
-        if p.catch_up_seconds_per_token is not None:
-            return p.catch_up_seconds_per_token
-        batched = p.verify(32) / (32 * p.verify(1)) if p.verify(1) > 0 else 1.0
-        return p.draft_seconds_per_token * min(batched, 1.0)
+        return self.profile.catch_up_rate(self.profile.draft_seconds_per_token)
 
     def certain_k(self) -> int:
         return max(1, self.best_k(alpha=0.98))

@@ -81,6 +81,15 @@ class CostProfile:
     def draft(self, k: int) -> float:
         return 0.0 if k <= 0 else self.draft_seconds_fixed + k * self.draft_seconds_per_token
 
+    def catch_up_rate(self, seconds_per_draft_token: float) -> float:
+        """Seconds per token for a draft model to catch up on context it has not seen: as
+        learned from probes; before any, its per-token drafting cost scaled by how much cheaper
+        a batch is per token than one token on the target, as measured here."""
+        if self.catch_up_seconds_per_token is not None:
+            return self.catch_up_seconds_per_token
+        batched = self.verify(32) / (32 * self.verify(1)) if self.verify(1) > 0 else 1.0
+        return seconds_per_draft_token * min(batched, 1.0)
+
     def relative(self) -> dict[int, float]:
         base = self.verify(1)
         return {n: round(t / base, 2) for n, t in sorted(self.verify_seconds.items())}

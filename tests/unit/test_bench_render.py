@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec_lsp.bench import AGAIN, FIXED_KS, Run, render, same_text
+from spec_lsp.bench import AGAIN, FIXED_KS, PAIRED, Run, ratio, render, same_text, schedule
 
 
 def runs_for(policy: str, seconds: float, text: str = "t", reps: int = 2) -> list[Run]:
@@ -47,3 +47,30 @@ def test_a_policy_with_no_runs_does_not_count_as_the_same_text(missing):
     by_policy = {"none": runs_for("none", 1.0), "adaptive": runs_for("adaptive", 1.0)}
     del by_policy[missing]
     assert same_text(by_policy, ["adaptive"]) == "0/1"
+
+
+def test_paired_policies_are_read_against_their_own_baseline_runs():
+    """A/A and adaptive are divided by the no-speculation runs made just before them; the
+    fixed k by all the cell's no-speculation runs."""
+    slow_pair = runs_for("none", 6.0)
+    for r in slow_pair:
+        r.baseline = "adaptive"
+    by_policy = {"none": runs_for("none", 4.0) + slow_pair, "adaptive": runs_for("adaptive", 3.0)}
+    by_policy["fixed-2"] = runs_for("fixed-2", 5.0)
+    assert ratio(by_policy, "adaptive") == pytest.approx(2.0)  # 6 s / 3 s, not 5 s / 3 s
+    assert ratio(by_policy, "fixed-2") == pytest.approx(1.0)  # all no-speculation runs: 5 s
+    del by_policy["none"]
+    assert ratio(by_policy, "adaptive") == 0.0
+
+
+@pytest.mark.parametrize("rep", range(4))
+def test_the_schedule_puts_a_baseline_right_before_each_paired_policy(rep):
+    names = [AGAIN, "fixed-2", "fixed-4", "adaptive"]
+    order = schedule(names, PAIRED, rep)
+    assert sorted(n for n, _ in order) == sorted(["none", "none", *names])
+    for i, (name, baseline) in enumerate(order):
+        if name in PAIRED:
+            assert order[i - 1] == ("none", name)
+        if name == "none":
+            assert order[i + 1][0] == baseline
+    assert order[0][0] == (names[rep % len(names)] if rep % 4 in (1, 2) else "none")

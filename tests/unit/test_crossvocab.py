@@ -278,6 +278,25 @@ def test_only_the_tail_is_retokenized_and_evaluated():
     assert draft.evaluated < prompt_draft_tokens + 12 * stats.rounds
 
 
+def test_catch_up_counts_what_the_next_draft_evaluates():
+    """`catch_up` predicts the draft-model tokens the next call evaluates before drafting:
+    the whole prompt at first, then only what is new (the look-behind and the added text).
+    A draft of one token never evaluates that token."""
+    target = target_model()
+    draft = draft_model("same")
+    drafter = CrossVocabDrafter(draft, target=target)
+    prompt = target.tokenize("abc(x):\n\tab ca" * 20)
+    rng = np.random.default_rng(0)
+    for context in (prompt, prompt + target.tokenize(" abc(x):\n"), prompt):
+        predicted = drafter.catch_up(context)
+        before = draft.evaluated
+        drafter.draft(DraftRequest(context, 1, SamplingParams(), rng))
+        # (one fewer when the last token is healed: re-drafted, not evaluated)
+        assert predicted - 1 <= draft.evaluated - before <= predicted
+    assert drafter.catch_up(prompt) <= 2
+    assert drafter.catch_up([]) == 0
+
+
 def test_the_draft_cache_follows_a_changed_prompt_and_a_foreign_state():
     target = target_model()
     draft = draft_model("same")
