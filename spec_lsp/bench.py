@@ -137,7 +137,7 @@ def _bench_policies(settings: Settings, quick: bool, out: Path, max_tokens: int,
     )
     for label, pair_settings in pairs:
         # SmolLM2 runs ~8x faster than Qwen: longer generations keep its cells above timing noise
-        tokens = max_tokens * (2 if label == "smollm2-self" else 1)
+        tokens = max_tokens * (3 if label == "smollm2-self" else 1)
         engine = build_engine(pair_settings)
         engine.load()
         profile = engine.ensure_profile()
