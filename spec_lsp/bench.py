@@ -123,6 +123,39 @@ def main(
     return 0
 
 
+def rerender(out: Path, part: str = "all") -> int:
+    """The tables (and plots) again from the raw runs a previous bench saved in `out`."""
+    from spec_lsp import bench_sources
+
+    tables = ""
+    wanted = {"sources": "bench_sources.json", "policies": "bench.json"}
+    for name, filename in wanted.items():
+        if part not in ("all", name):
+            continue
+        path = out / filename
+        if not path.exists():
+            if part == name:
+                raise SystemExit(f"{path} not found: run `spec-lsp bench --part {name}` first")
+            continue
+        data = json.loads(path.read_text())
+        if name == "sources":
+            reports = {}
+            for cell, report in data["auto"].items():
+                workload, temperature = cell.split(" T=")
+                reports[(workload, float(temperature))] = report
+            runs = [Run(**r) for r in data["runs"]]
+            tables += bench_sources.render(runs, reports, data["acceptance"])
+        else:
+            runs = [Run(**r) for r in data]
+            tables += render(runs)
+            _plots(runs, out)
+    if not tables:
+        raise SystemExit(f"no saved runs in {out}: run `spec-lsp bench` first")
+    (out / "bench.md").write_text(tables)
+    print(tables)
+    return 0
+
+
 def _bench_policies(settings: Settings, quick: bool, out: Path, max_tokens: int, reps: int) -> str:
     prompts = {w: p[:1] if quick else p for w, p in WORKLOADS.items()}
     runs: list[Run] = []
@@ -249,6 +282,7 @@ AGAIN = "none again (A/A)"
 # speed drifts over tens of seconds (other tenants), so a pair a few seconds apart sees the
 # same machine; the fixed k, far from 1x, are read against all the cell's no-speculation runs
 PAIRED = frozenset({AGAIN, "adaptive"})
+TOTALS = "adaptive (totals)"
 
 
 def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[tuple[str, str]]:
@@ -259,16 +293,26 @@ def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[tuple[s
     return [run for unit in units[shift:] + units[:shift] for run in unit]
 
 
-def ratio(by_policy: dict[str, list[Run]], policy: str) -> float:
-    """Tokens/s of `policy` over no speculation's: over its paired runs where it has them."""
-    pairs = [r for r in by_policy.get("none", []) if r.baseline == policy]
-    base = _rate(pairs or by_policy.get("none", []))
-    return _rate(by_policy.get(policy, [])) / base if base else 0.0
+def ratio(by_policy: dict[str, list[Run]], policy: str, *, totals: bool = False) -> float:
+    """Tokens/s of `policy` over no speculation's. A paired policy: the median over its pairs
+    of its rate over its own baseline's (a burst of other load lasts a run or two: it moves a
+    pair, not the median), or with `totals` the ratio of the pairs' total rates. Unpaired: its
+    total rate over that of all the cell's no-speculation runs."""
+    mine = by_policy.get(policy, [])
+    bases = {(r.prompt, r.rep): r for r in by_policy.get("none", []) if r.baseline == policy}
+    pairs = [(r, bases[(r.prompt, r.rep)]) for r in mine if (r.prompt, r.rep) in bases]
+    if pairs and not totals:
+        return statistics.median(r.rate / b.rate if b.rate else 0.0 for r, b in pairs)
+    base = _rate([b for _, b in pairs] or by_policy.get("none", []))
+    return _rate(mine) / base if base else 0.0
 
 
 PAIRED_NOTE = (
-    "\nRatios: A/A and adaptive against their own no-speculation run made just before them "
-    "(pairs); fixed k and llama-cpp-python against all the cell's no-speculation runs.\n"
+    "\nRatios: A/A and adaptive are each run right after a run of no speculation on the same "
+    "prompt and seed; their ratio is the median over these pairs (a burst of other load on "
+    "this VM slows a run or two: it moves one pair, not the median), and `adaptive (totals)` "
+    "is the ratio of the pairs' total rates. Fixed k and llama-cpp-python: total rate over that "
+    "of all the cell's no-speculation runs.\n"
 )
 SAME_TEXT_NOTE = (
     "\nSame text as none: policies whose every run wrote what no speculation wrote with the "
@@ -354,7 +398,7 @@ def render(runs: list[Run]) -> str:
             for p in ("llama-cpp-python", "llama-cpp-python+PLD")
             if any(r.policy == p and r.drafter == drafter for r in runs)
         ]
-        shown = policies[1:] + extra
+        shown = [*policies[1:], TOTALS, *extra]
         lines += [
             f"\n### drafter: {drafter} ({max(r.tokens for r in runs if r.drafter == drafter)}-token generations)\n",
             "| workload | T | none tok/s | "
@@ -368,7 +412,8 @@ def render(runs: list[Run]) -> str:
             if d != drafter:
                 continue
             base = _rate(by_policy["none"])
-            ratios = {p: ratio(by_policy, p) for p in shown}
+            ratios = {p: ratio(by_policy, p) for p in shown if p != TOTALS}
+            ratios[TOTALS] = ratio(by_policy, "adaptive", totals=True)
             for p, value in ratios.items():
                 whole[p].append(value)
             adaptive = by_policy["adaptive"]
@@ -379,11 +424,12 @@ def render(runs: list[Run]) -> str:
                 else 0.0
             )
             best_fixed = max(ratios[f"fixed-{k}"] for k in FIXED_KS)
+            versus = f"{ratios['adaptive'] / best_fixed:.2f}" if best_fixed else "-"
             lines.append(
                 f"| {workload} | {temperature} | {base:.2f} | "
                 + " | ".join(f"{ratios[p]:.2f}x" for p in shown)
                 + f" | {accept:.0%} | {mean_k:.1f} | {_settles(adaptive)} "
-                f"| {ratios['adaptive'] / best_fixed:.2f} "
+                f"| {versus} "
                 f"| {same_text(by_policy, policies[1:])} |"
             )
         lines.append(
@@ -483,7 +529,8 @@ def _plots(runs: list[Run], out: Path) -> None:
     ax.set_xlabel("round")
     ax.set_ylabel("draft length k")
     ax.set_title("adaptive k over one generation (repeat workload, T=0)")
-    ax.legend()
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend()
     fig.tight_layout()
     fig.savefig(out / "k_trace.png", dpi=90)
     plt.close(fig)

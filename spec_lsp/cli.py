@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="interleaved repetitions per prompt and cell (default 3; 1 with --quick)",
     )
 
+    bench.add_argument(
+        "--rerender",
+        action="store_true",
+        help="only draw the tables and plots again from the raw runs saved in --out",
+    )
+
     profile = sub.add_parser("profile", help="measure this machine's verify-cost curve")
     _settings_flags(profile)
     return parser

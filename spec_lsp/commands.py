@@ -49,7 +49,10 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             return _profile(settings)
         if args.command == "bench":
             from spec_lsp.bench import main as bench_main
+            from spec_lsp.bench import rerender
 
+            if args.rerender:
+                return rerender(Path(args.out), args.part)
             return bench_main(
                 settings, quick=args.quick, out=Path(args.out), part=args.part, reps=args.reps
             )

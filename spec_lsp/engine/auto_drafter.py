@@ -33,6 +33,8 @@ MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measure
 TAIL = 16
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
+CATCH_UP_MIN = 16  # tokens a model evaluates before drafting that count as a catch-up (fewer:
+# the round's own re-sync after a partial acceptance, part of its cost per step)
 # a costly source is tried again only once the rounds since its last try may pay for what that
 # try cost (a try first catches the model's cache up): `can_explore`, the adaptive policy's budget
 
@@ -49,6 +51,7 @@ class Source:
     probe_interval: int = PROBE_FIRST  # rounds without this (costly) source before trying it
     idle_rounds: int = 0
     probe_seconds: float | None = None  # what its last try cost (catch-up included)
+    catch_up_rate: float | None = None  # seconds per token of catching a model up (measured)
 
     @property
     def name(self) -> str:
@@ -155,14 +158,21 @@ class AutoDrafter:
 
     def _try_cost(self, source: Source, n: int, request: DraftRequest) -> float:
         """What trying the model now costs beyond a plain round: its draft, the larger batch,
-        and catching its cache up on what it has not seen (predicted from its cost per token;
-        the first try after a new prompt is mostly that). At least what the last try cost."""
+        and catching its cache up on what it has not seen (the first try after a new prompt is
+        mostly that): tokens to catch up x the rate measured on its earlier calls (or in the
+        profile at startup); without either, priced as drafted tokens (a batch is cheaper per
+        token: this errs towards trying less).
+        Without a count of those tokens: at least what the last try cost."""
         predicted = self._draft_cost(source, n) + self._verify(n + 1) - self._verify(1)
         counter = getattr(source.drafter, "catch_up", None)
-        if counter is not None and self.profile is not None:
-            per_token = self._draft_cost(source, 0)  # one model step, as measured (or prior)
-            predicted += counter(request.context) * self.profile.catch_up_rate(per_token)
-        return max(predicted, source.probe_seconds or 0.0)
+        if counter is None:
+            return max(predicted, source.probe_seconds or 0.0)
+        rate = source.catch_up_rate
+        if rate is None and self.profile is not None:
+            rate = self.profile.catch_up_seconds_per_token  # measured at startup
+        return predicted + counter(request.context) * (
+            rate if rate is not None else self._draft_cost(source, 0)
+        )
 
     def _could_pay(self, source: Source, k: int) -> bool:
         """Would this source beat drafting nothing if nearly every token were accepted? A draft
@@ -196,6 +206,7 @@ class AutoDrafter:
                 "accepted": s.accepted,
                 "acceptance": round(s.accepted / s.tested, 4) if s.tested else 0.0,
                 "ms_per_step": round(1000 * (s.seconds_per_step or 0.0), 3),
+                "catch_up_ms_per_token": round(1000 * (s.catch_up_rate or 0.0), 3),
             }
             for s in self.sources
         }
@@ -222,6 +233,12 @@ class AutoDrafter:
         started = self._clock()
         draft = source.drafter.draft(request)
         seconds = self._clock() - started
+        if not source.free:  # a model: a catch-up is learned apart from its cost per step
+            tokens, catch_up = getattr(source.drafter, "last_catch_up", (0, 0.0))
+            if tokens >= CATCH_UP_MIN:
+                rate, old_rate = catch_up / tokens, source.catch_up_rate
+                source.catch_up_rate = rate if old_rate is None else 0.5 * old_rate + 0.5 * rate
+                seconds = max(seconds - catch_up, 0.0)
         per = seconds if source.free else seconds / (len(draft.tokens) + 1)
         old = source.seconds_per_step
         source.seconds_per_step = per if old is None else 0.8 * old + 0.2 * per
@@ -238,6 +255,8 @@ class AutoDrafter:
             return 0.0
         if self.profile is None:
             return MODEL_COST_PRIOR * (n + 1)
-        if source.seconds_per_step is None:
-            return MODEL_COST_PRIOR * self._verify(1) * (n + 1)
-        return source.seconds_per_step * (n + 1)
+        if source.seconds_per_step is not None:
+            return source.seconds_per_step * (n + 1)
+        if self.profile.draft_seconds_per_token > 0:  # measured at startup (the engine's profile)
+            return self.profile.draft(n + 1)
+        return MODEL_COST_PRIOR * self._verify(1) * (n + 1)

@@ -22,6 +22,7 @@ verify step treats it as one-hot q, which keeps both greedy decoding and samplin
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -167,6 +168,7 @@ class CrossVocabDrafter:
         self.last_draft_tokens: list[int] = []  # the draft model's own tokens, last call
         self.last_draft_text = b""  # ... and the text they add after the target's
         self._pieces: tuple[list[bytes], np.ndarray] | None = None  # sorted, for healing
+        self.last_catch_up = (0, 0.0)  # draft tokens evaluated before the last draft, seconds
 
     def draft(self, request: DraftRequest) -> Draft:
         self.last_draft_tokens = []
@@ -190,7 +192,9 @@ class CrossVocabDrafter:
             allowed = self._extensions(self.model.token_bytes(plan[-1]))
             if allowed.size > 1:
                 healed, plan = self.model.token_bytes(plan[-1]), plan[:-1]
-        logits, _ = sync(self.model, plan)
+        started = time.perf_counter()
+        logits, evaluated = sync(self.model, plan)
+        self.last_catch_up = (evaluated, time.perf_counter() - started)
         self._see(self.model.tokens)
         if healed:
             masked = np.full_like(logits, -np.inf)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -37,7 +38,9 @@ class Drafter(Protocol):
     draft every round, the policy then sizes it from its match strength) and `sizes_itself`
     (the draft's length is already the drafter's choice: `auto`); optional method
     `catch_up(context) -> int`: tokens a draft model must evaluate before it can draft (the
-    policy weighs it when deciding to probe a costly drafter)."""
+    policy weighs it when deciding to probe a costly drafter); optional attribute
+    `last_catch_up: (tokens, seconds)`: what the last call evaluated before drafting, and its
+    time (`auto` learns the model's catch-up rate from it)."""
 
     name: str
 
@@ -100,13 +103,16 @@ class ModelDrafter:
     def __init__(self, model: ModelBackend, *, target: ModelBackend) -> None:
         check_same_vocabulary(model, target)
         self.model = model
+        self.last_catch_up = (0, 0.0)  # tokens evaluated before the last draft, and seconds
 
     def catch_up(self, context: Sequence[int]) -> int:
         """Tokens the draft model would evaluate before drafting after `context`."""
         return len(context) - kept_by_sync(self.model, context)
 
     def draft(self, request: DraftRequest) -> Draft:
-        logits, _ = sync(self.model, request.context)
+        started = time.perf_counter()
+        logits, evaluated = sync(self.model, request.context)
+        self.last_catch_up = (evaluated, time.perf_counter() - started)
         tokens: list[int] = []
         probs: list[np.ndarray] = []
         while True:

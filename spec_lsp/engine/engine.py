@@ -299,8 +299,10 @@ class Engine:
             return self.profile
         context = loaded.target.tokenize(PROFILE_TEXT)[:256]
         drafter = self._drafter(loaded)
-        if isinstance(drafter, AutoDrafter | WorkspaceDrafter):
-            drafter = None  # lookups are free; auto measures its draft model itself, as it runs
+        if isinstance(drafter, AutoDrafter):  # lookups are free: its draft model, if any
+            drafter = next((s.drafter for s in drafter.sources if not s.free), None)
+        if isinstance(drafter, WorkspaceDrafter):
+            drafter = None
         self.profile = cost_profile.measure(
             loaded.target, drafter, context=context, key=self.profile_key()
         )

@@ -261,8 +261,11 @@ class AdaptivePolicy:
         seconds = self.profile.round_overhead + self.profile.draft(k) + self.profile.verify(k + 1)
         return tokens / seconds
 
-    def rates(self, alpha: float | None = None, strength: int | None = None) -> list[float]:
-        """Expected tokens per second for k = 0..draft_max, in one pass."""
+    def rates(
+        self, alpha: float | None = None, strength: int | None = None, *, free: bool = False
+    ) -> list[float]:
+        """Expected tokens per second for k = 0..draft_max, in one pass (`free`: drafts that
+        cost nothing to propose, as the last generation's continuation)."""
         alphas = (
             [alpha] * self.draft_max
             if alpha is not None
@@ -274,12 +277,15 @@ class AdaptivePolicy:
             if k:
                 survive *= alphas[k - 1]
                 tokens += survive
-            result.append(tokens / (p.round_overhead + p.draft(k) + p.verify(k + 1)))
+            draft = 0.0 if free else p.draft(k)
+            result.append(tokens / (p.round_overhead + draft + p.verify(k + 1)))
         return result
 
-    def best_k(self, alpha: float | None = None, strength: int | None = None) -> int:
+    def best_k(
+        self, alpha: float | None = None, strength: int | None = None, *, free: bool = False
+    ) -> int:
         """The fastest k; speculation must beat no speculation by MARGIN (model error, noise)."""
-        rates = self.rates(alpha, strength)
+        rates = self.rates(alpha, strength, free=free)
         candidates = range(max(1, self.draft_min), self.draft_max + 1)
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0
@@ -320,7 +326,8 @@ class AdaptivePolicy:
         return self.profile.catch_up_rate(self.profile.draft_seconds_per_token)
 
     def certain_k(self) -> int:
-        return max(1, self.best_k(alpha=0.98))
+        """Continuation drafts (the last generation's tokens): near-certain and free."""
+        return max(1, self.best_k(alpha=0.98, free=True))
 
     def _can_ever_pay(self) -> bool:
         """Would speculation pay even if every draft token were accepted? If not (a drafter as

@@ -83,12 +83,12 @@ class CostProfile:
 
     def catch_up_rate(self, seconds_per_draft_token: float) -> float:
         """Seconds per token for a draft model to catch up on context it has not seen: as
-        learned from probes; before any, its per-token drafting cost scaled by how much cheaper
-        a batch is per token than one token on the target, as measured here."""
+        learned from probes; before any, priced as a drafted token (a batch is cheaper per
+        token, by a factor the target's curve does not tell for another model: this errs
+        towards probing less)."""
         if self.catch_up_seconds_per_token is not None:
             return self.catch_up_seconds_per_token
-        batched = self.verify(32) / (32 * self.verify(1)) if self.verify(1) > 0 else 1.0
-        return seconds_per_draft_token * min(batched, 1.0)
+        return seconds_per_draft_token
 
     def relative(self) -> dict[int, float]:
         base = self.verify(1)
@@ -171,33 +171,42 @@ def measure(
     verify = {
         n: min(times[1:]) for n, times in samples.items() if len(times) > 1
     }  # warm, least disturbed
-    per_token, fixed = _measure_drafter(drafter, context) if drafter else (0.0, 0.0)
-    profile = CostProfile(verify, per_token, fixed, key=key)
+    per_token, fixed, catch_up = measure_drafter(drafter, context) if drafter else (0, 0, None)
+    profile = CostProfile(verify, per_token, fixed, key=key, catch_up_seconds_per_token=catch_up)
     log.info(
-        "cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs",
+        "cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs, catch-up %s",
         key,
         profile.relative(),
         per_token,
         fixed,
+        f"{catch_up:.4f}s/token" if catch_up is not None else "-",
     )
     return profile
 
 
-def _measure_drafter(drafter: Drafter, context: Sequence[int]) -> tuple[float, float]:
-    """Per-token and fixed cost of a draft call, from calls of 1 and 4 tokens."""
+def measure_drafter(drafter: Drafter, context: Sequence[int]) -> tuple[float, float, float | None]:
+    """Per-token and fixed cost of a draft call, from calls of 1 and 4 tokens; and, for a draft
+    model that reports its catch-up (`last_catch_up`), its seconds per token of catching up on
+    half of `context` it has not seen (None otherwise)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
 
-    def timed(k: int) -> float:
+    def timed(k: int, tokens: Sequence[int] = context) -> float:
         runs = []
         for _ in range(3):
             t = time.perf_counter()
-            drafter.draft(DraftRequest(list(context), k, SamplingParams(), rng))
+            drafter.draft(DraftRequest(list(tokens), k, SamplingParams(), rng))
             runs.append(time.perf_counter() - t)
         return statistics.median(runs)
 
     timed(1)  # warm the draft's cache on the context
     one, four = timed(1), timed(4)
     per_token = max((four - one) / 3, 0.0)
-    return per_token, max(one - per_token, 0.0)
+    catch_up = None
+    if hasattr(drafter, "last_catch_up") and len(context) >= 64:
+        drafter.draft(DraftRequest(list(context[: len(context) // 2]), 1, SamplingParams(), rng))
+        drafter.draft(DraftRequest(list(context), 1, SamplingParams(), rng))
+        tokens, seconds = drafter.last_catch_up
+        catch_up = seconds / tokens if tokens >= 16 else None
+    return per_token, max(one - per_token, 0.0), catch_up

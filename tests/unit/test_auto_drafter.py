@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -205,6 +206,41 @@ def test_a_first_try_is_charged_its_predicted_catch_up():
         auto = AutoDrafter([], model=model, profile=gpu_like(), clock=clock)
         run([7], auto, max_tokens=400)
         assert (model.calls > 0) is tried
+
+
+class CatchingUp(Synthetic):
+    """A model that evaluates what it has not seen before drafting, at `rate` s per token."""
+
+    def __init__(self, *args, rate: float, **kw):
+        super().__init__(*args, **kw)
+        self.rate, self.seen = rate, 0
+        self.last_catch_up = (0, 0.0)
+
+    def catch_up(self, context: Sequence[int]) -> int:
+        return len(context) - self.seen
+
+    def draft(self, request: DraftRequest) -> Draft:
+        unseen = self.catch_up(request.context)
+        self.last_catch_up = (unseen, unseen * self.rate)
+        self.clock.now += unseen * self.rate
+        self.seen = len(request.context)
+        return super().draft(request)
+
+
+def test_a_try_teaches_the_catch_up_rate_apart_from_the_cost_per_step():
+    """The first try evaluates the whole prompt: the catch-up is learned as its own rate (it
+    replaces the startup figure) and kept out of the model's cost per drafted token (which it
+    would inflate 10x)."""
+    clock = Clock()
+    model = CatchingUp("model", "wrong", clock=clock, step=0.01, rate=0.002)
+    profile = gpu_like()
+    profile.catch_up_seconds_per_token = 0.0005  # as measured at startup (here: optimistic)
+    auto = AutoDrafter([], model=model, profile=profile, clock=clock)
+    run(list(range(20)), auto, max_tokens=800)
+    source = auto.sources[-1]
+    assert model.calls >= 2
+    assert source.catch_up_rate == pytest.approx(0.002)
+    assert source.seconds_per_step == pytest.approx(0.01, rel=0.05)  # (+ small re-syncs)
 
 
 @dataclass

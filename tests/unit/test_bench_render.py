@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from spec_lsp.bench import AGAIN, FIXED_KS, PAIRED, Run, ratio, render, same_text, schedule
+from spec_lsp.bench import (
+    AGAIN,
+    FIXED_KS,
+    PAIRED,
+    Run,
+    ratio,
+    render,
+    rerender,
+    same_text,
+    schedule,
+)
 
 
 def runs_for(policy: str, seconds: float, text: str = "t", reps: int = 2) -> list[Run]:
@@ -25,6 +37,7 @@ def test_ratios_and_best_fixed_are_computed_per_cell():
     assert cells[3] == "0.80x"  # no speculation again: the noise floor
     assert cells[4:8] == ["0.50x", "1.25x", "0.50x", "0.50x"]  # fixed-2, 4, 8, 16
     assert cells[8] == "2.00x"  # adaptive
+    assert cells[9] == "2.00x"  # adaptive (totals): no pairs here, so the same
     assert cells[-2] == "1.60"  # adaptive / best fixed (fixed-4)
     assert cells[-1] == "6/6"
 
@@ -63,6 +76,15 @@ def test_paired_policies_are_read_against_their_own_baseline_runs():
     assert ratio(by_policy, "adaptive") == 0.0
 
 
+def test_a_burst_in_one_pair_moves_the_total_not_the_median():
+    bases = [runs_for("none", t, reps=3)[i] for i, t in enumerate((4.0, 4.0, 12.0))]
+    for r in bases:
+        r.baseline = "adaptive"
+    by_policy = {"none": bases, "adaptive": runs_for("adaptive", 4.0, reps=3)}
+    assert ratio(by_policy, "adaptive") == pytest.approx(1.0)
+    assert ratio(by_policy, "adaptive", totals=True) == pytest.approx(20.0 / 12.0)
+
+
 @pytest.mark.parametrize("rep", range(4))
 def test_the_schedule_puts_a_baseline_right_before_each_paired_policy(rep):
     names = [AGAIN, "fixed-2", "fixed-4", "adaptive"]
@@ -74,3 +96,13 @@ def test_the_schedule_puts_a_baseline_right_before_each_paired_policy(rep):
         if name == "none":
             assert order[i + 1][0] == baseline
     assert order[0][0] == (names[rep % len(names)] if rep % 4 in (1, 2) else "none")
+
+
+def test_rerender_draws_the_tables_again_from_saved_runs(tmp_path, capsys):
+    runs = runs_for("none", 4.0) + runs_for("adaptive", 2.0)
+    (tmp_path / "bench.json").write_text(json.dumps([r.__dict__ for r in runs]))
+    assert rerender(tmp_path, "policies") == 0
+    assert "| repeat | 0.5 | 12.00 |" in (tmp_path / "bench.md").read_text()
+    assert "| repeat | 0.5 | 12.00 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="spec-lsp bench --part sources"):
+        rerender(tmp_path, "sources")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from spec_lsp.engine.drafting import Draft
 from spec_lsp.engine.policy import (
     EXPLORE_SHARE,
     MARGIN,
@@ -13,7 +14,7 @@ from spec_lsp.engine.policy import (
     expected_tokens,
     prior_acceptance,
 )
-from spec_lsp.engine.profile import CostProfile
+from spec_lsp.engine.profile import CostProfile, measure_drafter
 
 GPU_LIKE = CostProfile({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5})
 THIS_CPU = CostProfile({1: 1.0, 2: 1.7, 4: 2.7, 8: 7.0, 16: 14.0, 32: 28.0})  # Qwen-1.5B, 2 threads
@@ -166,12 +167,12 @@ def test_probing_a_draft_model_is_budgeted_by_its_catch_up():
     catch-up waits many rounds; a small one is tried at the usual interval."""
     small = feed_costly(policy(pays_if_right(), alpha0=0.05), 100, catch_up=1)
     assert 2 <= sum(k > 0 for k in small) <= 8
-    large = feed_costly(policy(pays_if_right(), alpha0=0.05), 300, catch_up=2000)
+    large = feed_costly(policy(pays_if_right(), alpha0=0.05), 300, catch_up=100)
     assert not any(large)
-    # 2000 tokens at 0.3 x 1.5 / 32 each (a batch is that much cheaper per token): ~28 rounds'
-    # worth of target time, affordable after ~28 / EXPLORE_SHARE rounds
-    expected = (28.1 + 0.6) / EXPLORE_SHARE  # catch-up, then draft(2) and the batch
-    later = feed_costly(policy(pays_if_right(), alpha0=0.05), int(expected * 1.2), catch_up=2000)
+    # 100 tokens at 0.3 each (until a probe measures it, a catch-up token is priced as a drafted
+    # one): 30 rounds' worth of target time, affordable after ~30 / EXPLORE_SHARE rounds
+    expected = (30.0 + 0.635) / EXPLORE_SHARE  # catch-up, then draft(2) and the batch
+    later = feed_costly(policy(pays_if_right(), alpha0=0.05), int(expected * 1.2), catch_up=100)
     assert 0.9 * expected <= later.index(2) <= 1.1 * expected
 
 
@@ -191,12 +192,40 @@ def test_a_probe_that_costs_more_than_predicted_makes_the_next_wait():
         p.observe(k, 0)
         ks.append(k)
     probes = [i for i, k in enumerate(ks) if k]
-    # predicted cheap (draft(2), the batch, 10 tokens of catch-up: ~0.74 of a round): tried as
-    # soon as the budget allows
-    assert probes and probes[0] <= 0.9 / EXPLORE_SHARE
+    # predicted cheap (draft(2), the batch, 10 tokens of catch-up at 0.3: ~3.6 rounds): tried
+    # as soon as the budget allows
+    assert probes and probes[0] <= 4 / EXPLORE_SHARE
     assert p.profile.catch_up_seconds_per_token == pytest.approx(
         (30.0 - 0.6 - p.profile.verify(3) + 1.0) / 10
     )
     # then it waits: 30 s at EXPLORE_SHARE (600 rounds at 5%)
     assert len(probes) >= 2 and probes[1] - probes[0] >= 0.8 * 30 / EXPLORE_SHARE
     assert p.estimate.probe_seconds == pytest.approx(30.0)
+
+
+def test_the_profile_measures_a_draft_models_catch_up_rate():
+    """`measure_drafter` times a catch-up on half the context the model has not seen, from what
+    the drafter reports; a drafter that reports none (a lookup) gets None."""
+
+    class Model:
+        name = "model"
+
+        def __init__(self) -> None:
+            self.seen = 0
+            self.last_catch_up = (0, 0.0)
+
+        def draft(self, request):
+            unseen = max(len(request.context) - self.seen, 1)
+            self.last_catch_up = (unseen, unseen * 0.004)
+            self.seen = len(request.context)
+            return Draft([1] * request.max_tokens)
+
+    class Lookup:
+        name = "lookup"
+
+        def draft(self, request):
+            return Draft([])
+
+    context = list(range(200))
+    assert measure_drafter(Model(), context)[2] == pytest.approx(0.004)
+    assert measure_drafter(Lookup(), context)[2] is None
