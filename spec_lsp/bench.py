@@ -294,24 +294,29 @@ def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[tuple[s
 
 
 def ratio(by_policy: dict[str, list[Run]], policy: str, *, totals: bool = False) -> float:
-    """Tokens/s of `policy` over no speculation's. A paired policy: the median over its pairs
-    of its rate over its own baseline's (a burst of other load lasts a run or two: it moves a
-    pair, not the median), or with `totals` the ratio of the pairs' total rates. Unpaired: its
-    total rate over that of all the cell's no-speculation runs."""
+    """Tokens/s of `policy` over no speculation's. A paired policy: per prompt, the median over
+    its pairs (reps) of its rate over its own baseline's (a burst of other load lasts a run or
+    two: it moves a pair, not the median), then the geometric mean over the cell's prompts
+    (they differ: one repeats more than another); with `totals`, the ratio of the pairs' total
+    rates. Unpaired: its total rate over that of all the cell's no-speculation runs."""
     mine = by_policy.get(policy, [])
     bases = {(r.prompt, r.rep): r for r in by_policy.get("none", []) if r.baseline == policy}
     pairs = [(r, bases[(r.prompt, r.rep)]) for r in mine if (r.prompt, r.rep) in bases]
     if pairs and not totals:
-        return statistics.median(r.rate / b.rate if b.rate else 0.0 for r, b in pairs)
+        per_prompt: dict[int, list[float]] = defaultdict(list)
+        for r, b in pairs:
+            per_prompt[r.prompt].append(r.rate / b.rate if b.rate else 0.0)
+        return _geomean([statistics.median(v) for v in per_prompt.values()])
     base = _rate([b for _, b in pairs] or by_policy.get("none", []))
     return _rate(mine) / base if base else 0.0
 
 
 PAIRED_NOTE = (
     "\nRatios: A/A and adaptive are each run right after a run of no speculation on the same "
-    "prompt and seed; their ratio is the median over these pairs (a burst of other load on "
-    "this VM slows a run or two: it moves one pair, not the median), and `adaptive (totals)` "
-    "is the ratio of the pairs' total rates. Fixed k and llama-cpp-python: total rate over that "
+    "prompt and seed; their ratio is, per prompt, the median over these pairs (a burst of "
+    "other load on this VM slows a run or two: it moves one pair, not the median), then the "
+    "geometric mean over the cell's prompts; `adaptive (totals)` is the ratio of the pairs' "
+    "total rates. Fixed k and llama-cpp-python: total rate over that "
     "of all the cell's no-speculation runs.\n"
 )
 SAME_TEXT_NOTE = (

@@ -263,9 +263,9 @@ def render(
         cells[(r.workload, r.temperature)][r.policy].append(r)
     lines = [
         "\n### draft sources (adaptive policy; Qwen target; tokens/s ratio to no speculation: "
-        "each source runs right after a run of no speculation on the same prompt and seed, and "
-        "its ratio is the median over these pairs; `(totals)`: the ratio of the pairs' total "
-        "rates)\n",
+        "each source runs right after a run of no speculation on the same prompt and seed; its "
+        "ratio is, per prompt, the median over these pairs, then the geometric mean over the "
+        "cell's prompts; `(totals)`: the ratio of the pairs' total rates)\n",
         "| workload | T | none tok/s | "
         + " | ".join((AGAIN, *SOURCES))
         + " | auto / best single | auto / best single (totals) | auto rounds per source "

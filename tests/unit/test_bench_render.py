@@ -106,3 +106,14 @@ def test_rerender_draws_the_tables_again_from_saved_runs(tmp_path, capsys):
     assert "| repeat | 0.5 | 12.00 |" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="spec-lsp bench --part sources"):
         rerender(tmp_path, "sources")
+
+
+def test_prompts_are_medians_first_then_a_geometric_mean():
+    """Two prompts with different speedups (2x and 1x over 3 reps each): the cell is their
+    geometric mean, not whichever pair sorts into the middle of all six."""
+    bases, mine = [], []
+    for prompt, speedup in ((0, 2.0), (1, 1.0)):
+        for rep in range(3):
+            bases.append(Run("n", "w", 0.0, "none", prompt, 49, 4.0, rep=rep, baseline="adaptive"))
+            mine.append(Run("n", "w", 0.0, "adaptive", prompt, 49, 4.0 / speedup, rep=rep))
+    assert ratio({"none": bases, "adaptive": mine}, "adaptive") == pytest.approx(2**0.5)
