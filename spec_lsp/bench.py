@@ -316,8 +316,9 @@ PAIRED_NOTE = (
     "prompt and seed; their ratio is, per prompt, the median over these pairs (a burst of "
     "other load on this VM slows a run or two: it moves one pair, not the median), then the "
     "geometric mean over the cell's prompts; `adaptive (totals)` is the ratio of the pairs' "
-    "total rates. Fixed k and llama-cpp-python: total rate over that "
-    "of all the cell's no-speculation runs.\n"
+    "total rates. Fixed k and llama-cpp-python: total rate over that of all the cell's "
+    "no-speculation runs. Adaptive / best fixed: adaptive's total rate over the best fixed "
+    "k's, on the same prompts and seeds.\n"
 )
 SAME_TEXT_NOTE = (
     "\nSame text as none: policies whose every run wrote what no speculation wrote with the "
@@ -428,8 +429,9 @@ def render(runs: list[Run]) -> str:
                 if adaptive
                 else 0.0
             )
-            best_fixed = max(ratios[f"fixed-{k}"] for k in FIXED_KS)
-            versus = f"{ratios['adaptive'] / best_fixed:.2f}" if best_fixed else "-"
+            # policy against policy directly: total rates over the same prompts and seeds
+            best_fixed = max(_rate(by_policy[f"fixed-{k}"]) for k in FIXED_KS)
+            versus = f"{_rate(adaptive) / best_fixed:.2f}" if best_fixed else "-"
             lines.append(
                 f"| {workload} | {temperature} | {base:.2f} | "
                 + " | ".join(f"{ratios[p]:.2f}x" for p in shown)
