@@ -128,7 +128,9 @@ def run(
     for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
         prior = prior_acceptance(temperature)
         estimates = {name: AcceptanceEstimate(prior) for name in SOURCES}
-        auto = AutoDrafter([ngram, workspace], model=cross, profile=model_profile)
+        # as in the engine, auto and its policy share one profile (calibrated as they run)
+        auto_profile = replace(model_profile)
+        auto = AutoDrafter([ngram, workspace], model=cross, profile=auto_profile)
         drafters: dict[str, Drafter] = {
             "ngram": ngram,
             "workspace": workspace,
@@ -150,7 +152,7 @@ def run(
                         FixedPolicy(0)
                         if name in ("none", AGAIN)
                         else AdaptivePolicy(
-                            model_profile if name == "crossvocab" else profile,
+                            {"crossvocab": model_profile, "auto": auto_profile}.get(name, profile),
                             estimate=estimates[name],
                             draft_max=settings.draft_max,
                         )
