@@ -118,9 +118,7 @@ def main(
         tables += bench_sources.run(settings, source_prompts, max_tokens, reps, out)
     if part in ("all", "policies"):
         tables += _bench_policies(settings, quick, out, max_tokens, reps)
-    (out / "bench.md").write_text(tables)
-    print(tables)
-    return 0
+    return _emit(tables, out)
 
 
 def rerender(out: Path, part: str = "all") -> int:
@@ -151,6 +149,11 @@ def rerender(out: Path, part: str = "all") -> int:
             _plots(runs, out)
     if not tables:
         raise SystemExit(f"no saved runs in {out}: run `spec-lsp bench` first")
+    return _emit(tables, out)
+
+
+def _emit(tables: str, out: Path) -> int:
+    """The CLI's output: the tables to `<out>/bench.md` and to stdout."""
     (out / "bench.md").write_text(tables)
     print(tables)
     return 0

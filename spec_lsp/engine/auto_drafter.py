@@ -168,11 +168,10 @@ class AutoDrafter:
         if counter is None:
             return max(predicted, source.probe_seconds or 0.0)
         rate = source.catch_up_rate
-        if rate is None and self.profile is not None:
-            rate = self.profile.catch_up_seconds_per_token  # measured at startup
-        return predicted + counter(request.context) * (
-            rate if rate is not None else self._draft_cost(source, 0)
-        )
+        if rate is None:  # the profile's (measured at startup), else a drafted token's
+            step = self._draft_cost(source, 0)
+            rate = self.profile.catch_up_rate(step) if self.profile is not None else step
+        return predicted + counter(request.context) * rate
 
     def _could_pay(self, source: Source, k: int) -> bool:
         """Would this source beat drafting nothing if nearly every token were accepted? A draft

@@ -320,10 +320,7 @@ class AdaptivePolicy:
         base = p.draft(k) + p.verify(k + 1) - p.verify(1)
         if catch_up is None:
             return max(base, self.estimate.probe_seconds or 0.0)
-        return base + catch_up * self._catch_up_rate()
-
-    def _catch_up_rate(self) -> float:
-        return self.profile.catch_up_rate(self.profile.draft_seconds_per_token)
+        return base + catch_up * p.catch_up_rate(p.draft_seconds_per_token)
 
     def certain_k(self) -> int:
         """Continuation drafts (the last generation's tokens): near-certain and free."""
