@@ -46,6 +46,8 @@ class DraftPolicy(Protocol):
 
     def observe_verify(self, n: int, seconds: float) -> None: ...
 
+    def observe_draft(self, drafted: int, seconds: float) -> None: ...
+
 
 class FixedPolicy:
     """Always draft `draft_max` tokens (llama-server's behaviour), with its p-min cut-off."""
@@ -81,6 +83,9 @@ class FixedPolicy:
         pass
 
     def observe_verify(self, n: int, seconds: float) -> None:
+        pass
+
+    def observe_draft(self, drafted: int, seconds: float) -> None:
         pass
 
 
@@ -384,6 +389,12 @@ class AdaptivePolicy:
 
     def observe_verify(self, n: int, seconds: float) -> None:
         self.profile.observe_verify(n, seconds)
+
+    def observe_draft(self, drafted: int, seconds: float) -> None:
+        """A draft call as run calibrates the draft cost (not a probe's: its catch-up is
+        budgeted apart)."""
+        if self._probe is None:
+            self.profile.observe_draft(drafted, seconds)
 
 
 class PolicyBook:

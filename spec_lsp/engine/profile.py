@@ -37,6 +37,9 @@ class CostProfile:
     # seconds per token a draft model takes to catch up on context it has not seen (learned
     # from probes; None until one ran)
     catch_up_seconds_per_token: float | None = None
+    # draft calls as actually run over what the startup figures predict (EWMA): a draft model's
+    # call costs more in a decode loop than alone (re-syncing after a full acceptance, logits)
+    draft_scale: float = 1.0
 
     @classmethod
     def prior(cls) -> CostProfile:
@@ -79,7 +82,16 @@ class CostProfile:
         )
 
     def draft(self, k: int) -> float:
-        return 0.0 if k <= 0 else self.draft_seconds_fixed + k * self.draft_seconds_per_token
+        if k <= 0:
+            return 0.0
+        return self.draft_scale * (self.draft_seconds_fixed + k * self.draft_seconds_per_token)
+
+    def observe_draft(self, k: int, seconds: float) -> None:
+        """Calibrate the draft cost from a call actually run (k tokens drafted in `seconds`);
+        free drafters (no measured cost) are left at zero."""
+        base = self.draft_seconds_fixed + k * self.draft_seconds_per_token
+        if k > 0 and base > 0:
+            self.draft_scale = 0.8 * self.draft_scale + 0.2 * seconds / base
 
     def catch_up_rate(self, seconds_per_draft_token: float) -> float:
         """Seconds per token for a draft model to catch up on context it has not seen: as

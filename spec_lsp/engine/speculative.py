@@ -123,8 +123,11 @@ def generate(
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
             draft = _draft(drafter, policy, job, out, rng, room, shadows)
-            model_seconds += time.perf_counter() - t
-            stats.draft_seconds += time.perf_counter() - t
+            drafting = time.perf_counter() - t
+            model_seconds += drafting
+            stats.draft_seconds += drafting
+            if draft.tokens and not getattr(drafter, "sizes_itself", False):
+                policy.observe_draft(len(draft.tokens), drafting)  # (auto times its own)
         t = time.perf_counter()
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         model_seconds += time.perf_counter() - t

@@ -229,3 +229,33 @@ def test_the_profile_measures_a_draft_models_catch_up_rate():
     context = list(range(200))
     assert measure_drafter(Model(), context)[2] == pytest.approx(0.004)
     assert measure_drafter(Lookup(), context)[2] is None
+
+
+def test_draft_calls_as_run_calibrate_the_draft_cost():
+    """A draft model that costs 10x in the decode loop what it cost alone at startup: the
+    profile learns it from the calls run, and a policy that drafted on the startup figure
+    stops (it would be slower than no speculation)."""
+    profile = CostProfile(
+        {1: 1.0, 2: 1.3, 3: 1.6, 4: 1.9, 8: 3.1, 16: 5.5, 32: 10.0}, draft_seconds_per_token=0.1
+    )
+    p = policy(profile, alpha0=0.9)
+    k = p.best_k()
+    assert k > 0
+    for _ in range(40):
+        p.observe_draft(k, 10 * profile.draft_seconds_per_token * k)
+    assert profile.draft(k) == pytest.approx(1.0 * k, rel=0.01)
+    assert policy(profile, alpha0=0.9).best_k() == 0
+
+
+def test_free_drafts_and_probes_do_not_calibrate_the_draft_cost():
+    free = CostProfile({1: 1.0, 2: 1.3})
+    policy(free).observe_draft(4, 0.5)  # a lookup: no measured cost to scale
+    assert free.draft(4) == 0.0 and free.draft_scale == 1.0
+    costly = pays_if_right()
+    p = policy(costly, alpha0=0.05)
+    ks = feed_costly(p, 400, catch_up=1)
+    assert any(ks)  # it probed...
+    p.choose_k(catch_up=lambda: 1)
+    p._probe = (0.0, 2, 1)  # ...and during a probe, a draft call with its catch-up
+    p.observe_draft(2, 100.0)
+    assert costly.draft_scale == 1.0

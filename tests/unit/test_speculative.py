@@ -305,3 +305,28 @@ def test_lookup_proposes_first_and_the_policy_sizes_it_by_strength():
     assert all(k in (0, 8) for k, _ in late)  # weak proposals are skipped, strong ones verified
     assert [a for k, a in late if k] == [8] * sum(1 for k, _ in late if k)
     assert sum(1 for k, _ in late if k) >= 8
+
+
+def test_each_draft_call_is_reported_to_the_policy_with_its_time():
+    class Recording(FixedPolicy):
+        def __init__(self) -> None:
+            super().__init__(3)
+            self.drafts: list[tuple[int, float]] = []
+
+        def observe_draft(self, drafted: int, seconds: float) -> None:
+            self.drafts.append((drafted, seconds))
+
+    target = fake_target()
+    policy = Recording()
+    stats = DecodeStats()
+    generate(
+        target,
+        NgramDrafter(),
+        policy,
+        DecodeJob([1, 2, 3, 1, 2, 3, 1, 2], 30, SamplingParams(), frozenset()),
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=stats,
+    )
+    assert sum(n for n, _ in policy.drafts) == stats.drafted > 0
+    assert all(n > 0 and seconds >= 0 for n, seconds in policy.drafts)
