@@ -150,28 +150,38 @@ class AutoDrafter:
         source.idle_rounds += 1
         if source.idle_rounds >= source.probe_interval and self._could_pay(source, k):
             probe_n = max(n, min(2, k))
-            if can_explore(
-                source.idle_rounds, self._verify(1), self._try_cost(source, probe_n, request)
+            rounds, round_seconds = source.idle_rounds, self._verify(1)
+            cost = self._try_cost(source, probe_n)
+            # the catch-up is counted (a re-tokenization: ~0.6 ms, nearly 1% of a Qwen round
+            # here, every round while waiting) only once the rest of the try fits the budget
+            if can_explore(rounds, round_seconds, cost) and can_explore(
+                rounds, round_seconds, cost + self._catch_up_cost(source, request)
             ):
                 return _Option(float("inf"), source, probe_n, None, probe=True)  # try again
         return _Option(rate, source, n, None)
 
-    def _try_cost(self, source: Source, n: int, request: DraftRequest) -> float:
-        """What trying the model now costs beyond a plain round: its draft, the larger batch,
-        and catching its cache up on what it has not seen (the first try after a new prompt is
-        mostly that): tokens to catch up x the rate measured on its earlier calls (or in the
-        profile at startup); without either, priced as drafted tokens (a batch is cheaper per
-        token: this errs towards trying less).
-        Without a count of those tokens: at least what the last try cost."""
+    def _try_cost(self, source: Source, n: int) -> float:
+        """What trying the model now costs beyond a plain round, before any catch-up: its
+        draft and the larger batch; for a model that cannot count its catch-up, at least
+        what its last try cost (catch-up included)."""
         predicted = self._draft_cost(source, n) + self._verify(n + 1) - self._verify(1)
+        if getattr(source.drafter, "catch_up", None) is None:
+            return max(predicted, source.probe_seconds or 0.0)
+        return predicted
+
+    def _catch_up_cost(self, source: Source, request: DraftRequest) -> float:
+        """Catching the model's cache up on what it has not seen (the first try after a new
+        prompt is mostly that): tokens to catch up x the rate measured on its earlier calls
+        (or in the profile at startup); without either, priced as drafted tokens (a batch is
+        cheaper per token: this errs towards trying less)."""
         counter = getattr(source.drafter, "catch_up", None)
         if counter is None:
-            return max(predicted, source.probe_seconds or 0.0)
+            return 0.0
         rate = source.catch_up_rate
         if rate is None:  # the profile's (measured at startup), else a drafted token's
             step = self._draft_cost(source, 0)
             rate = self.profile.catch_up_rate(step) if self.profile is not None else step
-        return predicted + counter(request.context) * rate
+        return counter(request.context) * rate
 
     def _could_pay(self, source: Source, k: int) -> bool:
         """Would this source beat drafting nothing if nearly every token were accepted? A draft
