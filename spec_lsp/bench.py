@@ -297,31 +297,44 @@ def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[tuple[s
 
 
 def ratio(by_policy: dict[str, list[Run]], policy: str, *, totals: bool = False) -> float:
-    """Tokens/s of `policy` over no speculation's. A paired policy: per prompt, the median over
-    its pairs (reps) of its rate over its own baseline's (a burst of other load lasts a run or
-    two: it moves a pair, not the median), then the geometric mean over the cell's prompts
-    (they differ: one repeats more than another); with `totals`, the ratio of the pairs' total
-    rates. Unpaired: its total rate over that of all the cell's no-speculation runs."""
+    """Tokens/s of `policy` over no speculation's, per prompt the median over reps, then the
+    geometric mean over the cell's prompts (they differ: one repeats more than another). A
+    paired policy is read in each rep against its own baseline run (made just before it); an
+    unpaired one against that rep's no-speculation runs of the same prompt (a rep's runs lie
+    within a minute: a burst of other load on this VM lasts a run or two, it moves one rep,
+    not the median). With `totals`, or for runs made outside the reps (plain llama-cpp-python,
+    after them): total rate over that of the pairs' baselines, else all the cell's
+    no-speculation runs."""
     mine = by_policy.get(policy, [])
-    bases = {(r.prompt, r.rep): r for r in by_policy.get("none", []) if r.baseline == policy}
+    nones = by_policy.get("none", [])
+    bases = {(r.prompt, r.rep): [r] for r in nones if r.baseline == policy}
+    if not bases and policy not in OUTSIDE_REPS:  # unpaired: the rep's no-speculation runs
+        for r in nones:
+            bases.setdefault((r.prompt, r.rep), []).append(r)
     pairs = [(r, bases[(r.prompt, r.rep)]) for r in mine if (r.prompt, r.rep) in bases]
     if pairs and not totals:
         per_prompt: dict[int, list[float]] = defaultdict(list)
         for r, b in pairs:
-            per_prompt[r.prompt].append(r.rate / b.rate if b.rate else 0.0)
+            base = _rate(b)
+            per_prompt[r.prompt].append(r.rate / base if base else 0.0)
         return _geomean([statistics.median(v) for v in per_prompt.values()])
-    base = _rate([b for _, b in pairs] or by_policy.get("none", []))
+    paired = [b[0] for _, b in pairs if b[0].baseline == policy]
+    base = _rate(paired or nones)
     return _rate(mine) / base if base else 0.0
 
 
+# plain llama-cpp-python runs once per prompt after all the reps: read over totals
+OUTSIDE_REPS = frozenset({"llama-cpp-python", "llama-cpp-python+PLD"})
 PAIRED_NOTE = (
     "\nRatios: A/A and adaptive are each run right after a run of no speculation on the same "
     "prompt and seed; their ratio is, per prompt, the median over these pairs (a burst of "
     "other load on this VM slows a run or two: it moves one pair, not the median), then the "
     "geometric mean over the cell's prompts; `adaptive (totals)` is the ratio of the pairs' "
-    "total rates. Fixed k and llama-cpp-python: total rate over that of all the cell's "
-    "no-speculation runs. Adaptive / best fixed: adaptive's total rate over the best fixed "
-    "k's, on the same prompts and seeds.\n"
+    "total rates. Fixed k: the same median and mean of its rate over that of its rep's "
+    "no-speculation runs (a rep's runs lie within a minute). llama-cpp-python (run once per "
+    "prompt, after the reps): total rate over that of all the cell's no-speculation runs. "
+    "Adaptive / best fixed: adaptive's ratio over the best fixed k's; in parentheses, "
+    "adaptive's total rate over the best fixed k's, on the same prompts and seeds.\n"
 )
 SAME_TEXT_NOTE = (
     "\nSame text as none: policies whose every run wrote what no speculation wrote with the "
@@ -413,7 +426,7 @@ def render(runs: list[Run]) -> str:
             "| workload | T | none tok/s | "
             + " | ".join(shown)
             + " | adaptive accept | adaptive mean k | adaptive rounds to k=0 "
-            "| adaptive / best fixed | same text as none |",
+            "| adaptive / best fixed (totals) | same text as none |",
             "|---" * (len(shown) + 8) + "|",
         ]
         whole: dict[str, list[float]] = defaultdict(list)
@@ -432,9 +445,14 @@ def render(runs: list[Run]) -> str:
                 if adaptive
                 else 0.0
             )
-            # policy against policy directly: total rates over the same prompts and seeds
-            best_fixed = max(_rate(by_policy[f"fixed-{k}"]) for k in FIXED_KS)
-            versus = f"{_rate(adaptive) / best_fixed:.2f}" if best_fixed else "-"
+            # against the best fixed k: ratio over ratio, and directly over total rates
+            best_fixed = max(ratios[f"fixed-{k}"] for k in FIXED_KS)
+            best_total = max(_rate(by_policy[f"fixed-{k}"]) for k in FIXED_KS)
+            versus = (
+                f"{ratios['adaptive'] / best_fixed:.2f} ({_rate(adaptive) / best_total:.2f})"
+                if best_fixed and best_total
+                else "-"
+            )
             lines.append(
                 f"| {workload} | {temperature} | {base:.2f} | "
                 + " | ".join(f"{ratios[p]:.2f}x" for p in shown)

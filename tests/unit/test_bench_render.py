@@ -17,6 +17,7 @@ from spec_lsp.bench import (
     same_text,
     schedule,
 )
+from spec_lsp.bench_sources import render as render_sources
 
 
 def runs_for(policy: str, seconds: float, text: str = "t", reps: int = 2) -> list[Run]:
@@ -38,7 +39,7 @@ def test_ratios_and_best_fixed_are_computed_per_cell():
     assert cells[4:8] == ["0.50x", "1.25x", "0.50x", "0.50x"]  # fixed-2, 4, 8, 16
     assert cells[8] == "2.00x"  # adaptive
     assert cells[9] == "2.00x"  # adaptive (totals): no pairs here, so the same
-    assert cells[-2] == "1.60"  # adaptive / best fixed (fixed-4)
+    assert cells[-2] == "1.60 (1.60)"  # adaptive / best fixed (fixed-4): ratios (totals)
     assert cells[-1] == "6/6"
 
 
@@ -108,6 +109,22 @@ def test_rerender_draws_the_tables_again_from_saved_runs(tmp_path, capsys):
         rerender(tmp_path, "sources")
 
 
+def test_a_fixed_k_is_read_against_its_own_reps_runs_of_no_speculation():
+    """Rep 1 ran in a slow stretch (every run 3x slower): read per rep, fixed-4 is 2x in both
+    reps; over the cell's totals a slow rep of fixed-4 against fast runs of none would not be."""
+    runs = []
+    for rep, slow in ((0, 1.0), (1, 3.0), (2, 1.0)):
+        runs.append(Run("n", "w", 0.0, "none", 0, 49, 4.0 * slow, rep=rep))
+        runs.append(Run("n", "w", 0.0, "fixed-4", 0, 49, 2.0 * slow, rep=rep))
+    runs[-1].seconds = 8.0  # a burst in rep 2's fixed-4 run alone: one rep, not the median
+    by_policy = {"none": runs[0::2], "fixed-4": runs[1::2]}
+    assert ratio(by_policy, "fixed-4") == pytest.approx(2.0)
+    assert ratio(by_policy, "fixed-4", totals=True) == pytest.approx(20.0 / 16.0)
+    by_policy["llama-cpp-python"] = [Run("n", "w", 0.0, "llama-cpp-python", 0, 49, 4.0)]
+    # run after the reps: its rate (48 tokens in 4 s) over all no-speculation runs (144 in 20 s)
+    assert ratio(by_policy, "llama-cpp-python") == pytest.approx(20.0 / 12.0)
+
+
 def test_prompts_are_medians_first_then_a_geometric_mean():
     """Two prompts with different speedups (2x and 1x over 3 reps each): the cell is their
     geometric mean, not whichever pair sorts into the middle of all six."""
@@ -117,3 +134,18 @@ def test_prompts_are_medians_first_then_a_geometric_mean():
             bases.append(Run("n", "w", 0.0, "none", prompt, 49, 4.0, rep=rep, baseline="adaptive"))
             mine.append(Run("n", "w", 0.0, "adaptive", prompt, 49, 4.0 / speedup, rep=rep))
     assert ratio({"none": bases, "adaptive": mine}, "adaptive") == pytest.approx(2**0.5)
+
+
+def test_a_source_that_drafted_nothing_is_no_speculation_as_the_best_single():
+    """In prose the lookups draft nothing: their pairs are readings of no speculation (here
+    1.10x by noise). As the best single source they count 1.00x, so auto is read against
+    that, not against the highest noise."""
+    runs = []
+    for name, seconds, drafted in (("ngram", 4.0, 0), ("crossvocab", 4.8, 3), ("auto", 4.4, 2)):
+        for rep in range(3):
+            runs.append(Run("sources", "prose", 0.0, "none", 0, 49, 4.4, rep=rep, baseline=name))
+            runs.append(Run("sources", "prose", 0.0, name, 0, 49, seconds, drafted, rep=rep))
+    row = next(x for x in render_sources(runs, {}, {}).splitlines() if x.startswith("| prose"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4:8] == ["1.10x", "0.00x", "0.92x", "1.00x"]  # ngram, workspace, cross, auto
+    assert cells[8:10] == ["1.00", "1.00"]  # auto / best single, by ratios and by totals
