@@ -9,6 +9,7 @@ greedy output (a draft of 4 at every position), so it does not depend on what th
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections import defaultdict
 from dataclasses import replace
@@ -25,23 +26,33 @@ from spec_lsp.bench import (
     _rate,
     _smol,
     _warm_up,
-    digest,
+    policy_run,
     ratio,
+    rerun_note,
+    run_unit,
     same_text,
     schedule,
+    steady,
+    units,
 )
 from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
+from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine import profile as cost_profile
 from spec_lsp.engine.auto_drafter import AutoDrafter
 from spec_lsp.engine.backends.base import common_prefix_len
 from spec_lsp.engine.crossvocab import CrossVocabDrafter
 from spec_lsp.engine.drafting import Drafter, DraftRequest, NgramDrafter
 from spec_lsp.engine.engine import PROFILE_TEXT
-from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy, prior_acceptance
-from spec_lsp.engine.speculative import DecodeJob, generate
-from spec_lsp.engine.types import DecodeStats
+from spec_lsp.engine.policy import (
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    DraftPolicy,
+    FixedPolicy,
+    prior_acceptance,
+)
+from spec_lsp.engine.profile import CostProfile
+from spec_lsp.engine.speculative import DecodeJob
 from spec_lsp.engine.workspace_index import WorkspaceDrafter, WorkspaceIndex
 
 SOURCES = ("ngram", "workspace", "crossvocab", "auto")
@@ -146,54 +157,34 @@ def run(
             for rep in range(reps):
                 # every source right after its own run of no speculation (see bench.PAIRED)
                 order = schedule([AGAIN, *SOURCES], frozenset({AGAIN, *SOURCES}), rep)
-                for name, baseline in order:
-                    stats = DecodeStats()
-                    policy = (
-                        FixedPolicy(0)
-                        if name in ("none", AGAIN)
-                        else AdaptivePolicy(
-                            {"crossvocab": model_profile, "auto": auto_profile}.get(name, profile),
-                            estimate=estimates[name],
-                            draft_max=settings.draft_max,
-                        )
-                    )
-                    job = DecodeJob(
+                outputs: dict[str, list[int]] = {}
+                one = functools.partial(
+                    policy_run,
+                    target,
+                    functools.partial(
+                        _pick_source,
+                        drafters,
+                        {"crossvocab": model_profile, "auto": auto_profile},
+                        profile,
+                        estimates,
+                        settings.draft_max,
+                    ),
+                    DecodeJob(
                         prompt,
                         max_tokens,
                         SamplingParams(temperature, 40, 0.95, seed=rep),
                         frozenset(),
-                    )
-                    tokens = generate(
-                        target,
-                        drafters.get(name),
-                        policy,
-                        job,
-                        cancel=CancelToken(),
-                        rng=np.random.default_rng(rep),
-                        stats=stats,
-                    )
-                    if name == "none" and temperature == 0.0 and rep == 0:
-                        greedy[(workload, number)] = (prompt, tokens)
-                    runs.append(
-                        Run(
-                            "sources",
-                            workload,
-                            temperature,
-                            name,
-                            number,
-                            stats.tokens,
-                            stats.decode_seconds,
-                            stats.drafted,
-                            stats.accepted,
-                            stats.k_trace,
-                            rep,
-                            digest(tokens),
-                            baseline,
-                        )
-                    )
+                    ),
+                    Run("sources", workload, temperature, "", number, 0, 0.0, rep=rep),
+                    outputs=outputs,
+                )
+                where = f"[sources] {workload} T={temperature} prompt {number} rep {rep}"
+                for unit in units(order):
+                    runs += steady(functools.partial(run_unit, one, unit), where)
+                if temperature == 0.0 and rep == 0:
+                    greedy[(workload, number)] = (prompt, outputs["none"])
                 _log(
-                    f"[sources] {workload} T={temperature} prompt {number} rep {rep}: "
-                    + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
+                    f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
                 )
         reports[(workload, temperature)] = auto.report()
     acceptance = _offline_acceptance(
@@ -218,6 +209,24 @@ def run(
         )
     )
     return render(runs, reports, acceptance)
+
+
+def _pick_source(
+    drafters: dict[str, Drafter],
+    profiles: dict[str, CostProfile],
+    profile: CostProfile,
+    estimates: dict[str, AcceptanceEstimate],
+    draft_max: int,
+    name: str,
+) -> tuple[Drafter | None, DraftPolicy]:
+    """The sources bench's drafter and policy for run `name`: a source under the adaptive
+    policy (with its own profile and the cell's estimate), or no speculation."""
+    if name not in drafters:
+        return None, FixedPolicy(0)
+    policy = AdaptivePolicy(
+        profiles.get(name, profile), estimate=estimates[name], draft_max=draft_max
+    )
+    return drafters[name], policy
 
 
 def _offline_acceptance(
@@ -297,6 +306,7 @@ def render(
             f"| {same_text(by, [AGAIN, *SOURCES])} |"
         )
     lines += [
+        rerun_note(runs),
         SAME_TEXT_NOTE,
         "\n### acceptance per source and workload (T = 0; a draft of 4 at every position of "
         "the target's greedy output; coverage = positions with a proposal)\n",

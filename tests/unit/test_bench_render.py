@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -10,14 +11,28 @@ from spec_lsp.bench import (
     AGAIN,
     FIXED_KS,
     PAIRED,
+    RERUNS,
     Run,
+    _pick_policy,
+    cpu_ticks,
+    digest,
+    policy_run,
     ratio,
     render,
     rerender,
+    rerun_note,
     same_text,
     schedule,
+    steady,
+    stolen,
+    units,
 )
 from spec_lsp.bench_sources import render as render_sources
+from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
+from spec_lsp.engine.drafting import NgramDrafter
+from spec_lsp.engine.policy import FixedPolicy
+from spec_lsp.engine.speculative import DecodeJob
+from spec_lsp.engine.types import SamplingParams
 
 
 def runs_for(policy: str, seconds: float, text: str = "t", reps: int = 2) -> list[Run]:
@@ -149,3 +164,53 @@ def test_a_source_that_drafted_nothing_is_no_speculation_as_the_best_single():
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[4:8] == ["1.10x", "0.00x", "0.92x", "1.00x"]  # ngram, workspace, cross, auto
     assert cells[8:10] == ["1.00", "1.00"]  # auto / best single, by ratios and by totals
+
+
+def test_units_pair_each_baseline_with_its_policy():
+    order = schedule([AGAIN, "fixed-2", "adaptive"], PAIRED, 1)
+    grouped = units(order)
+    assert [len(u) for u in grouped] == [1, 2, 2]
+    assert grouped[1] == [("none", "adaptive"), ("adaptive", "")]
+    assert [e for u in grouped for e in u] == order
+
+
+def test_a_unit_runs_again_while_the_hypervisor_takes_the_cpu():
+    """Steal in either run of a pair runs both again; after RERUNS more the last is kept."""
+    attempts: list[float] = []
+
+    def unit(steals: list[float]):
+        def attempt() -> list[Run]:
+            steal = steals[len(attempts)]
+            attempts.append(steal)
+            return [Run("n", "w", 0.0, p, 0, 49, 4.0, steal=steal) for p in ("none", "x")]
+
+        return attempt
+
+    kept = steady(unit([0.2, 0.01]))
+    assert attempts == [0.2, 0.01]
+    assert [r.reruns for r in kept] == [1, 1] and kept[0].steal == 0.01
+    attempts.clear()
+    kept = steady(unit([0.2, 0.3, 0.5, 0.0]))
+    assert len(attempts) == 1 + RERUNS and kept[0].steal == 0.5
+    assert "2 of 2 runs" in rerun_note(kept)
+
+
+def test_cpu_steal_is_read_as_a_share_of_the_ticks_between_two_readings():
+    assert stolen((10, 1000), (30, 1200)) == pytest.approx(0.1)
+    assert stolen(None, (30, 1200)) == 0.0 and stolen((5, 100), (5, 100)) == 0.0
+    ticks = cpu_ticks()
+    assert ticks is None or 0 <= ticks[0] <= ticks[1]
+
+
+def test_a_policy_run_records_the_generation_it_timed():
+    """The bench's one generation (fake target, n-gram drafts under fixed-2)."""
+    target = FakeModel(lambda context: hashed_noise(context, 64, window=2), n_vocab=64)
+    outputs: dict[str, list[int]] = {}
+    job = DecodeJob([1, 2, 3, 1, 2, 3, 1, 2], 12, SamplingParams(0.0, seed=0), frozenset())
+    pick = functools.partial(_pick_policy, NgramDrafter(), {"fixed-2": FixedPolicy(2)})
+    where = Run("ngram", "repeat", 0.0, "", 1, 0, 0.0, rep=2)
+    run = policy_run(target, pick, job, where, "fixed-2", "", outputs)
+    plain = policy_run(target, pick, job, where, "none", "fixed-2", outputs)
+    assert (run.policy, run.prompt, run.rep, run.tokens) == ("fixed-2", 1, 2, 12)
+    assert run.drafted > 0 and plain.drafted == 0 and plain.baseline == "fixed-2"
+    assert run.text == plain.text == digest(outputs["none"])  # lookup drafts: the same text
