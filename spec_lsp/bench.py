@@ -13,6 +13,7 @@ import itertools
 import json
 import statistics
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -357,12 +358,35 @@ def units(order: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     return result
 
 
+def wait_for_quiet(
+    limit: float = 60.0,
+    window: float = 2.0,
+    sleep: Callable[[float], None] = time.sleep,
+    ticks: Callable[[], tuple[int, int] | None] = cpu_ticks,
+) -> float:
+    """Wait (at most `limit` s) until the hypervisor takes under half of STEAL_MAX over
+    `window` s: a stretch of steal lasts a minute or two, and a unit run again at once would
+    run in it again. Returns the seconds waited."""
+    waited = 0.0
+    while waited < limit:
+        before = ticks()
+        sleep(window)
+        waited += window
+        if stolen(before, ticks()) < STEAL_MAX / 2:
+            break
+    return waited
+
+
 def run_unit(one: Callable[[str, str], Run], unit: list[tuple[str, str]]) -> list[Run]:
     """The runs of one unit, (policy, baseline) each, by `one(policy, baseline)`."""
     return [one(name, baseline) for name, baseline in unit]
 
 
-def steady(unit: Callable[[], list[Run]], label: str = "") -> list[Run]:
+def steady(
+    unit: Callable[[], list[Run]],
+    label: str = "",
+    wait: Callable[[], object] = wait_for_quiet,
+) -> list[Run]:
     """Run `unit` (its runs return with their `steal`), again while the hypervisor took more
     than STEAL_MAX during one of them (at most RERUNS times; the last attempt is kept)."""
     for attempt in range(RERUNS + 1):
@@ -372,6 +396,7 @@ def steady(unit: Callable[[], list[Run]], label: str = "") -> list[Run]:
             break
         if attempt < RERUNS:
             _log(f"{label} {'+'.join(r.policy for r in runs)}: {worst:.0%} stolen, again")
+            wait()
     for r in runs:
         r.reruns = attempt
     return runs

@@ -26,6 +26,7 @@ from spec_lsp.bench import (
     steady,
     stolen,
     units,
+    wait_for_quiet,
 )
 from spec_lsp.bench_sources import render as render_sources
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
@@ -186,13 +187,22 @@ def test_a_unit_runs_again_while_the_hypervisor_takes_the_cpu():
 
         return attempt
 
-    kept = steady(unit([0.2, 0.01]))
+    kept = steady(unit([0.2, 0.01]), wait=lambda: 0.0)
     assert attempts == [0.2, 0.01]
     assert [r.reruns for r in kept] == [1, 1] and kept[0].steal == 0.01
     attempts.clear()
-    kept = steady(unit([0.2, 0.3, 0.5, 0.0]))
+    kept = steady(unit([0.2, 0.3, 0.5, 0.0]), wait=lambda: 0.0)
     assert len(attempts) == 1 + RERUNS and kept[0].steal == 0.5
     assert "2 of 2 runs" in rerun_note(kept)
+
+
+def test_a_rerun_waits_for_a_quiet_window_but_not_forever():
+    readings = iter([(0, 0), (50, 100), (50, 100), (51, 200), (51, 200), (80, 300)])
+    slept: list[float] = []
+    assert wait_for_quiet(sleep=slept.append, ticks=lambda: next(readings)) == 4.0
+    assert slept == [2.0, 2.0]  # 50% stolen in the first window, 1% in the second
+    busy = iter([(0, 0), (50, 100)] * 40)
+    assert wait_for_quiet(limit=10, sleep=lambda _: None, ticks=lambda: next(busy)) == 10.0
 
 
 def test_cpu_steal_is_read_as_a_share_of_the_ticks_between_two_readings():
