@@ -239,7 +239,7 @@ def _bench_pair(
             _warm_up(loaded.target, prompt)
             for rep in range(reps):
                 policies = dict(_policies(engine, estimate))
-                order = schedule(list(policies), PAIRED, rep)
+                units = schedule(list(policies), PAIRED, rep)
 
                 one = functools.partial(
                     policy_run,
@@ -254,15 +254,17 @@ def _bench_pair(
                     Run(label, workload, temperature, "", index, 0, 0.0, rep=rep),
                 )
                 where = f"[{label}] {workload} T={temperature} prompt {index} rep {rep}"
-                for unit in units(order):
-                    runs += steady(functools.partial(run_unit, one, unit), where)
-                _log(
-                    f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
-                )
+                made = [
+                    r
+                    for unit in units
+                    for r in steady(functools.partial(run_unit, one, unit), where)
+                ]
+                runs += made
+                _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
     return runs
 
 
-Pick = Callable[[str], tuple["Drafter | None", DraftPolicy]]
+Pick = Callable[[str], tuple[Drafter | None, DraftPolicy]]
 
 
 def _pick_policy(
@@ -346,18 +348,6 @@ def stolen(before: tuple[int, int] | None, after: tuple[int, int] | None) -> flo
     return (after[0] - before[0]) / (after[1] - before[1])
 
 
-def units(order: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """A schedule's runs grouped as they are compared: a run of no speculation with the policy
-    that follows it as its pair, or one run."""
-    result: list[list[tuple[str, str]]] = []
-    for entry in order:
-        if result and result[-1][0][0] == "none" and result[-1][0][1] and len(result[-1]) == 1:
-            result[-1].append(entry)
-        else:
-            result.append([entry])
-    return result
-
-
 def wait_for_quiet(
     limit: float = 60.0,
     window: float = 2.0,
@@ -402,12 +392,17 @@ def steady(
     return runs
 
 
-def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[tuple[str, str]]:
-    """The runs of one rep, as (policy, baseline): each paired policy right after a run of
-    no speculation that is its baseline; units rotated by rep so none always runs first."""
+def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[list[tuple[str, str]]]:
+    """The runs of one rep in units, each run as (policy, baseline): a paired policy right after
+    a run of no speculation that is its baseline, else one run; units rotated by rep so none
+    always runs first. A unit runs again as a whole (`steady`)."""
     units = [[("none", n), (n, "")] if n in paired else [(n, "")] for n in names]
     shift = rep % len(units) if units else 0
-    return [run for unit in units[shift:] + units[:shift] for run in unit]
+    return units[shift:] + units[:shift]
+
+
+# plain llama-cpp-python runs once per prompt after all the reps: read over totals
+OUTSIDE_REPS = frozenset({"llama-cpp-python", "llama-cpp-python+PLD"})
 
 
 def ratio(by_policy: dict[str, list[Run]], policy: str, *, totals: bool = False) -> float:
@@ -421,24 +416,22 @@ def ratio(by_policy: dict[str, list[Run]], policy: str, *, totals: bool = False)
     no-speculation runs."""
     mine = by_policy.get(policy, [])
     nones = by_policy.get("none", [])
-    bases = {(r.prompt, r.rep): [r] for r in nones if r.baseline == policy}
-    if not bases and policy not in OUTSIDE_REPS:  # unpaired: the rep's no-speculation runs
-        for r in nones:
-            bases.setdefault((r.prompt, r.rep), []).append(r)
-    pairs = [(r, bases[(r.prompt, r.rep)]) for r in mine if (r.prompt, r.rep) in bases]
-    if pairs and not totals:
+    own = [r for r in nones if r.baseline == policy]  # a paired policy's baselines
+    if not totals and policy not in OUTSIDE_REPS:
+        bases: dict[tuple[int, int], list[Run]] = defaultdict(list)
+        for r in own or nones:  # unpaired: the rep's runs of no speculation
+            bases[(r.prompt, r.rep)].append(r)
         per_prompt: dict[int, list[float]] = defaultdict(list)
-        for r, b in pairs:
-            base = _rate(b)
-            per_prompt[r.prompt].append(r.rate / base if base else 0.0)
-        return _geomean([statistics.median(v) for v in per_prompt.values()])
-    paired = [b[0] for _, b in pairs if b[0].baseline == policy]
-    base = _rate(paired or nones)
+        for r in mine:
+            base = _rate(bases.get((r.prompt, r.rep), []))
+            if base:
+                per_prompt[r.prompt].append(r.rate / base)
+        if per_prompt:
+            return _geomean([statistics.median(v) for v in per_prompt.values()])
+    base = _rate(own or nones)
     return _rate(mine) / base if base else 0.0
 
 
-# plain llama-cpp-python runs once per prompt after all the reps: read over totals
-OUTSIDE_REPS = frozenset({"llama-cpp-python", "llama-cpp-python+PLD"})
 PAIRED_NOTE = (
     "\nRatios: A/A and adaptive are each run right after a run of no speculation on the same "
     "prompt and seed; their ratio is, per prompt, the median over these pairs (a burst of "

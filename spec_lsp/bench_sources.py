@@ -33,7 +33,6 @@ from spec_lsp.bench import (
     same_text,
     schedule,
     steady,
-    units,
 )
 from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.config import Settings
@@ -156,7 +155,7 @@ def run(
             _warm_up(target, prompt)
             for rep in range(reps):
                 # every source right after its own run of no speculation (see bench.PAIRED)
-                order = schedule([AGAIN, *SOURCES], frozenset({AGAIN, *SOURCES}), rep)
+                units = schedule([AGAIN, *SOURCES], frozenset({AGAIN, *SOURCES}), rep)
                 outputs: dict[str, list[int]] = {}
                 one = functools.partial(
                     policy_run,
@@ -179,13 +178,15 @@ def run(
                     outputs=outputs,
                 )
                 where = f"[sources] {workload} T={temperature} prompt {number} rep {rep}"
-                for unit in units(order):
-                    runs += steady(functools.partial(run_unit, one, unit), where)
+                made = [
+                    r
+                    for unit in units
+                    for r in steady(functools.partial(run_unit, one, unit), where)
+                ]
+                runs += made
                 if temperature == 0.0 and rep == 0:
                     greedy[(workload, number)] = (prompt, outputs["none"])
-                _log(
-                    f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in runs[-len(order) :])
-                )
+                _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
         reports[(workload, temperature)] = auto.report()
     acceptance = _offline_acceptance(
         greedy,
@@ -288,9 +289,9 @@ def render(
     for (workload, temperature), by in sorted(cells.items()):
         base = _rate(by["none"])
         ratios = {s: ratio(by, s) for s in (AGAIN, *SOURCES)}
-        best = max(_as_run(by, s, ratios[s]) for s in SOURCES if s != "auto")
+        best = max(_as_best_single(by, s, ratios[s]) for s in SOURCES if s != "auto")
         totals = {s: ratio(by, s, totals=True) for s in SOURCES}
-        best_totals = max(_as_run(by, s, totals[s]) for s in SOURCES if s != "auto")
+        best_totals = max(_as_best_single(by, s, totals[s]) for s in SOURCES if s != "auto")
         chosen = reports.get((workload, temperature), {})
         picks = ", ".join(f"{s} {int(v['chosen'])}" for s, v in chosen.items())
         accepts = ", ".join(
@@ -324,7 +325,7 @@ def render(
     return "\n".join(lines) + "\n"
 
 
-def _as_run(by: dict[str, list[Run]], source: str, measured: float) -> float:
+def _as_best_single(by: dict[str, list[Run]], source: str, measured: float) -> float:
     """A source's ratio as the best single source: a source that drafted nothing in the cell
     ran no speculation (plus its lookups, never faster): 1.00, not the noise of its pairs
     (the highest of three such readings is +2% on this VM, whatever auto does)."""

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
+from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, catch_up_of
 from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, can_explore, prior_acceptance
 from spec_lsp.engine.profile import CostProfile
 
@@ -33,8 +33,6 @@ MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measure
 TAIL = 16
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
-CATCH_UP_MIN = 16  # tokens a model evaluates before drafting that count as a catch-up (fewer:
-# the round's own re-sync after a partial acceptance, part of its cost per step)
 # a costly source is tried again only once the rounds since its last try may pay for what that
 # try cost (a try first catches the model's cache up): `can_explore`, the adaptive policy's budget
 
@@ -243,8 +241,9 @@ class AutoDrafter:
         draft = source.drafter.draft(request)
         seconds = self._clock() - started
         if not source.free:  # a model: a catch-up is learned apart from its cost per step
-            tokens, catch_up = getattr(source.drafter, "last_catch_up", (0, 0.0))
-            if tokens >= CATCH_UP_MIN:
+            caught = catch_up_of(source.drafter)
+            if caught is not None:
+                tokens, catch_up = caught
                 rate, old_rate = catch_up / tokens, source.catch_up_rate
                 source.catch_up_rate = rate if old_rate is None else 0.5 * old_rate + 0.5 * rate
                 seconds = max(seconds - catch_up, 0.0)

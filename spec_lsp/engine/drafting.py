@@ -47,6 +47,17 @@ class Drafter(Protocol):
     def draft(self, request: DraftRequest) -> Draft: ...
 
 
+CATCH_UP_MIN = 16  # tokens a model evaluates before drafting that count as a catch-up (fewer:
+# the round's own re-sync after a partial acceptance, part of a draft's cost)
+
+
+def catch_up_of(drafter: object) -> tuple[int, float] | None:
+    """The last draft call's catch-up on context its model had not seen, (tokens, seconds),
+    when it was one: that is priced apart from a draft's own cost (None: it was not)."""
+    tokens, seconds = getattr(drafter, "last_catch_up", (0, 0.0))
+    return (tokens, seconds) if tokens >= CATCH_UP_MIN else None
+
+
 class NgramDrafter:
     """Prompt lookup: find the earlier occurrence of the context's last n tokens that shares the
     most context before them (the latest among equals) and propose what followed it. Free to

@@ -15,7 +15,7 @@ import numpy as np
 
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ModelBackend, sync
-from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest
+from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, catch_up_of
 from spec_lsp.engine.policy import DraftPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
@@ -126,8 +126,9 @@ def generate(
             drafting = time.perf_counter() - t
             model_seconds += drafting
             stats.draft_seconds += drafting
-            if draft.tokens and not getattr(drafter, "sizes_itself", False):
-                policy.observe_draft(len(draft.tokens), drafting)  # (auto times its own)
+            if draft.tokens and not getattr(drafter, "sizes_itself", False):  # (auto: its own)
+                caught = catch_up_of(drafter)  # new context after a keystroke: not a draft cost
+                policy.observe_draft(len(draft.tokens), drafting - (caught[1] if caught else 0.0))
         t = time.perf_counter()
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         model_seconds += time.perf_counter() - t

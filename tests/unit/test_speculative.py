@@ -3,6 +3,7 @@ sampling keeps the target's distribution exactly."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Sequence
 
@@ -330,3 +331,44 @@ def test_each_draft_call_is_reported_to_the_policy_with_its_time():
     )
     assert sum(n for n, _ in policy.drafts) == stats.drafted > 0
     assert all(n > 0 and seconds >= 0 for n, seconds in policy.drafts)
+
+
+def test_a_draft_calls_catch_up_on_new_context_is_not_reported_as_its_cost():
+    """After a keystroke the draft model first evaluates the new text (here 100 tokens, 50 ms):
+    the draft cost the policy calibrates from is the call without that catch-up."""
+
+    class CatchingUp:
+        name = "model"
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.last_catch_up = (0, 0.0)
+
+        def draft(self, request: DraftRequest) -> Draft:
+            self.calls += 1
+            if self.calls == 1:
+                time.sleep(0.05)
+                self.last_catch_up = (100, 0.05)
+            else:
+                self.last_catch_up = (1, 0.0)  # a round's own re-sync: part of the cost
+            return Draft([7] * request.max_tokens)
+
+    class Recording(FixedPolicy):
+        def __init__(self) -> None:
+            super().__init__(2)
+            self.drafts: list[float] = []
+
+        def observe_draft(self, drafted: int, seconds: float) -> None:
+            self.drafts.append(seconds)
+
+    policy = Recording()
+    generate(
+        fake_target(),
+        CatchingUp(),
+        policy,
+        DecodeJob([1, 2, 3], 6, SamplingParams(), frozenset()),
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=DecodeStats(),
+    )
+    assert policy.drafts and policy.drafts[0] < 0.02
