@@ -123,6 +123,8 @@ class WorkspaceIndex:
             if not 0 <= start <= end <= starts[-1]:
                 raise ValueError(f"change [{start}, {end}) outside a {starts[-1]}-char document")
             first = max(0, bisect.bisect_right(starts, start) - 1)
+            if first == len(doc.lines) and doc.lines and not doc.lines[-1].text.endswith("\n"):
+                first -= 1  # at the very end, after a last line without "\n": that line grows
             last = max(first, bisect.bisect_left(starts, end))
             old = "".join(line.text for line in doc.lines[first:last])
             base = starts[first]

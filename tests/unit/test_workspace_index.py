@@ -239,3 +239,13 @@ def test_a_tie_at_the_end_of_a_document_does_not_hide_a_match_with_a_continuatio
     index.update("doc0", "==========_")
     match = index.lookup("==========_", max_chars=20)
     assert match is not None and match.doc_id == "doc2" and match.continuation == "="
+
+
+def test_text_added_at_the_end_joins_a_last_line_without_a_newline():
+    """Hypothesis found it: typing at the very end of ' =' made a line of its own, so the keys
+    that span ' =a=' were missing until a rebuild."""
+    index = WorkspaceIndex(key_chars=4, max_candidates=10_000)
+    index.update("d", "=\n =")
+    index.apply_change("d", 4, 4, "a=_ \nabb=")
+    assert index.text("d") == "=\n =a=_ \nabb="
+    assert index.entries() == rebuilt(index).entries()
