@@ -11,6 +11,7 @@ import functools
 import hashlib
 import itertools
 import json
+import math
 import statistics
 import sys
 import time
@@ -121,7 +122,8 @@ def main(
         source_prompts = {w: p[:1] if quick else p for w, p in bench_sources.WORKLOADS.items()}
         tables += bench_sources.run(settings, source_prompts, max_tokens, reps, out)
     if part in ("all", "policies"):
-        tables += _bench_policies(settings, quick, out, max_tokens, reps)
+        max_reps = reps if quick else max(reps, MAX_REPS)  # --quick: no extra pairs
+        tables += _bench_policies(settings, quick, out, max_tokens, reps, max_reps)
     return _emit(tables, out)
 
 
@@ -163,7 +165,9 @@ def _emit(tables: str, out: Path) -> int:
     return 0
 
 
-def _bench_policies(settings: Settings, quick: bool, out: Path, max_tokens: int, reps: int) -> str:
+def _bench_policies(
+    settings: Settings, quick: bool, out: Path, max_tokens: int, reps: int, max_reps: int
+) -> str:
     prompts = {w: p[:1] if quick else p for w, p in WORKLOADS.items()}
     runs: list[Run] = []
     pairs = [("ngram", settings.model_copy(update={"drafter": "ngram"}))]
@@ -184,7 +188,7 @@ def _bench_policies(settings: Settings, quick: bool, out: Path, max_tokens: int,
         _log(
             f"[{label}] verify cost n/1: {profile.relative()}  draft {profile.draft_seconds_per_token * 1000:.1f} ms/token"
         )
-        runs += _bench_pair(engine, label, prompts, tokens, reps)
+        runs += _bench_pair(engine, label, prompts, tokens, reps, max_reps)
         if label == "ngram":
             runs += _bench_llama_cpp_python(engine, prompts, max_tokens)
         engine.close()
@@ -222,6 +226,7 @@ def _bench_pair(
     prompts: dict[str, list[tuple[str, str]]],
     max_tokens: int,
     reps: int,
+    max_reps: int,
 ) -> list[Run]:
     loaded = engine._loaded
     assert loaded is not None
@@ -237,9 +242,13 @@ def _bench_pair(
             # like the engine's per-document memory: the estimate carries over between requests
             estimate = AcceptanceEstimate(prior_acceptance(temperature))
             _warm_up(loaded.target, prompt)
-            for rep in range(reps):
+            made_here: list[Run] = []
+            for rep in itertools.count():
                 policies = dict(_policies(engine, estimate))
-                units = schedule(list(policies), PAIRED, rep)
+                names = rep_names(list(policies), rep, reps, max_reps, made_here)
+                if names is None:
+                    break
+                units = schedule(names, PAIRED, rep)
 
                 one = functools.partial(
                     policy_run,
@@ -260,8 +269,55 @@ def _bench_pair(
                     for r in steady(functools.partial(run_unit, one, unit), where)
                 ]
                 runs += made
+                made_here += made
                 _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
     return runs
+
+
+# a paired policy's ratio to no speculation is known to PRECISION when the standard error of
+# its log over the prompt's pairs is below it: this VM's runs of a few seconds swing by 3-10%
+# (other tenants), so three pairs cannot tell 0.97x from 1.00x. After the first `reps` (every
+# policy), the paired policies alone run again until they are known to PRECISION, with at
+# least MIN_PAIRS and at most MAX_REPS pairs (the stopping rule looks at the spread, never at
+# the ratio itself)
+PRECISION = 0.01
+MIN_PAIRS = 5
+MAX_REPS = 9
+
+
+def pair_logs(runs: list[Run], name: str) -> list[float]:
+    """log(rate / its baseline's rate) for each of paired policy `name`'s runs in `runs` (one
+    prompt's)."""
+    base = {r.rep: r.rate for r in runs if r.policy == "none" and r.baseline == name}
+    return [
+        math.log(r.rate / base[r.rep])
+        for r in runs
+        if r.policy == name and r.rate > 0 and base.get(r.rep, 0) > 0
+    ]
+
+
+def known(runs: list[Run], names: list[str]) -> bool:
+    """Whether every paired policy in `names` has at least MIN_PAIRS pairs in `runs` (one
+    prompt's), whose log ratios have a standard error within PRECISION."""
+    for name in names:
+        logs = pair_logs(runs, name)
+        if len(logs) < MIN_PAIRS or statistics.stdev(logs) / math.sqrt(len(logs)) > PRECISION:
+            return False
+    return True
+
+
+def rep_names(
+    names: list[str], rep: int, reps: int, max_reps: int, runs: list[Run]
+) -> list[str] | None:
+    """The policies to run in rep `rep` of a prompt (`runs`: its runs so far): every one of
+    `names` in the first `reps`; after them the paired ones, while their ratios are not known
+    to PRECISION and fewer than `max_reps` reps ran; None when the prompt is done."""
+    if rep < reps:
+        return names
+    paired = [n for n in names if n in PAIRED]
+    if rep >= max_reps or not paired or known(runs, paired):
+        return None
+    return paired
 
 
 Pick = Callable[[str], tuple[Drafter | None, DraftPolicy]]
@@ -437,7 +493,10 @@ PAIRED_NOTE = (
     "prompt and seed; their ratio is, per prompt, the median over these pairs (a burst of "
     "other load on this VM slows a run or two: it moves one pair, not the median), then the "
     "geometric mean over the cell's prompts; `adaptive (totals)` is the ratio of the pairs' "
-    "total rates. Fixed k: the same median and mean of its rate over that of its rep's "
+    f"total rates. Every policy runs in the first reps; then A/A and adaptive run again, per "
+    f"prompt, until the standard error of each one's log ratio over its pairs is under "
+    f"{PRECISION:.0%}, with {MIN_PAIRS} to {MAX_REPS} pairs (the `pairs` column: runs over the "
+    f"cell's prompts; the rule looks at the spread, not at the ratio). Fixed k: the same median and mean of its rate over that of its rep's "
     "no-speculation runs (a rep's runs lie within a minute). llama-cpp-python (run once per "
     "prompt, after the reps): total rate over that of all the cell's no-speculation runs. "
     "Adaptive / best fixed: adaptive's ratio over the best fixed k's; in parentheses, "
@@ -533,8 +592,8 @@ def render(runs: list[Run]) -> str:
             "| workload | T | none tok/s | "
             + " | ".join(shown)
             + " | adaptive accept | adaptive mean k | adaptive rounds to k=0 "
-            "| adaptive / best fixed (totals) | same text as none |",
-            "|---" * (len(shown) + 8) + "|",
+            "| adaptive / best fixed (totals) | same text as none | pairs (A/A, adaptive) |",
+            "|---" * (len(shown) + 9) + "|",
         ]
         whole: dict[str, list[float]] = defaultdict(list)
         for (d, workload, temperature), by_policy in sorted(cells.items()):
@@ -555,8 +614,11 @@ def render(runs: list[Run]) -> str:
             # against the best fixed k: ratio over ratio, and directly over total rates
             best_fixed = max(ratios[f"fixed-{k}"] for k in FIXED_KS)
             best_total = max(_rate(by_policy[f"fixed-{k}"]) for k in FIXED_KS)
+            # over totals on the same prompts and seeds: the reps in which the fixed k ran
+            fixed_reps = {(r.prompt, r.rep) for r in by_policy[f"fixed-{FIXED_KS[0]}"]}
+            alongside = [r for r in adaptive if (r.prompt, r.rep) in fixed_reps]
             versus = (
-                f"{ratios['adaptive'] / best_fixed:.2f} ({_rate(adaptive) / best_total:.2f})"
+                f"{ratios['adaptive'] / best_fixed:.2f} ({_rate(alongside) / best_total:.2f})"
                 if best_fixed and best_total
                 else "-"
             )
@@ -565,12 +627,13 @@ def render(runs: list[Run]) -> str:
                 + " | ".join(f"{ratios[p]:.2f}x" for p in shown)
                 + f" | {accept:.0%} | {mean_k:.1f} | {_settles(adaptive)} "
                 f"| {versus} "
-                f"| {same_text(by_policy, policies[1:])} |"
+                f"| {same_text(by_policy, policies[1:])} "
+                f"| {len(by_policy[AGAIN])}, {len(adaptive)} |"
             )
         lines.append(
             "| **whole table** (geometric mean) | | | "
             + " | ".join(f"**{_geomean(whole[p]):.2f}x**" for p in shown)
-            + " | | | | | |"
+            + " | | | | | | |"
         )
         lines.append(PAIRED_NOTE)
         lines.append(rerun_note([r for r in runs if r.drafter == drafter]))

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import replace
 
 import pytest
 
 from spec_lsp.bench import (
     AGAIN,
     FIXED_KS,
+    MAX_REPS,
+    MIN_PAIRS,
     PAIRED,
+    PRECISION,
     RERUNS,
     Run,
     _pick_policy,
     cpu_ticks,
     digest,
+    known,
+    pair_logs,
     policy_run,
     ratio,
     render,
+    rep_names,
     rerender,
     rerun_note,
     same_text,
@@ -54,8 +61,9 @@ def test_ratios_and_best_fixed_are_computed_per_cell():
     assert cells[4:8] == ["0.50x", "1.25x", "0.50x", "0.50x"]  # fixed-2, 4, 8, 16
     assert cells[8] == "2.00x"  # adaptive
     assert cells[9] == "2.00x"  # adaptive (totals): no pairs here, so the same
-    assert cells[-2] == "1.60 (1.60)"  # adaptive / best fixed (fixed-4): ratios (totals)
-    assert cells[-1] == "6/6"
+    assert cells[-3] == "1.60 (1.60)"  # adaptive / best fixed (fixed-4): ratios (totals)
+    assert cells[-2] == "6/6"
+    assert cells[-1] == "2, 2"  # runs of A/A and of adaptive
 
 
 def test_same_text_counts_policies_whose_text_differs_from_no_speculation():
@@ -221,3 +229,45 @@ def test_a_policy_run_records_the_generation_it_timed():
     assert (run.policy, run.prompt, run.rep, run.tokens) == ("fixed-2", 1, 2, 12)
     assert run.drafted > 0 and plain.drafted == 0 and plain.baseline == "fixed-2"
     assert run.text == plain.text == digest(outputs["none"])  # lookup drafts: the same text
+
+
+def pairs(name: str, ratios: list[float]) -> list[Run]:
+    """`name`'s runs at these ratios to their own baselines, one pair per rep."""
+    runs = []
+    for rep, value in enumerate(ratios):
+        base = Run("ngram", "fresh", 0.0, "none", 0, 49, 4.0, rep=rep, baseline=name)
+        runs += [base, replace(base, policy=name, seconds=4.0 / value, baseline="")]
+    return runs
+
+
+def test_paired_policies_run_again_until_their_ratio_is_known():
+    names = [AGAIN, "fixed-2", "adaptive"]
+    steady_pairs = pairs(AGAIN, [1.0] * MIN_PAIRS) + pairs("adaptive", [0.99] * MIN_PAIRS)
+    assert rep_names(names, 0, 3, 9, []) == names  # the first reps run every policy
+    assert rep_names(names, 2, 3, 9, steady_pairs) == names
+    noisy = pairs(AGAIN, [1.0] * MIN_PAIRS) + pairs("adaptive", [0.9, 1.1] * MIN_PAIRS)
+    assert rep_names(names, 3, 3, 9, noisy) == [AGAIN, "adaptive"]  # only the pairs again
+    assert rep_names(names, 9, 3, 9, noisy) is None  # up to max_reps
+    assert rep_names(names, 5, 3, 9, steady_pairs) is None  # known: done
+    assert rep_names(names, 3, 3, 3, noisy) is None  # --quick: no extra pairs
+    assert rep_names(["fixed-2"], 3, 3, 9, []) is None  # nothing paired
+
+
+def test_a_ratio_is_known_with_enough_pairs_of_a_small_spread():
+    assert not known(pairs("adaptive", [0.99] * (MIN_PAIRS - 1)), ["adaptive"])  # too few
+    assert known(pairs("adaptive", [0.99] * MIN_PAIRS), ["adaptive"])
+    spread = 3 * PRECISION * MAX_REPS**0.5  # too wide even at the most pairs
+    wide = pairs("adaptive", [1 - spread, 1 + spread] * 3)
+    assert not known(wide, ["adaptive"])
+    assert not known(pairs("adaptive", [0.99] * MIN_PAIRS), ["adaptive", AGAIN])  # A/A: none
+    assert pair_logs(pairs("adaptive", [2.0]), "adaptive") == pytest.approx([0.6931], abs=1e-4)
+
+
+def test_extra_pairs_do_not_enter_the_comparison_with_fixed_k_over_totals():
+    runs = runs_for("none", 4.0) + runs_for("adaptive", 2.0)
+    for k in FIXED_KS:
+        runs += runs_for(f"fixed-{k}", 3.2 if k == 4 else 8.0)
+    extra = Run("ngram", "repeat", 0.5, "adaptive", 0, 49, 0.5, rep=5)  # a fast extra pair
+    runs += [extra, replace(extra, policy="none", seconds=4.0, baseline="adaptive")]
+    row = next(line for line in render(runs).splitlines() if line.startswith("| repeat"))
+    assert row.split("|")[-4].strip().endswith("(1.60)")  # totals over the reps fixed k ran
