@@ -111,18 +111,20 @@ def main(
     out: Path = Path("bench/out"),
     part: str = "all",
     reps: int | None = None,
+    max_reps: int | None = None,
 ) -> int:
     out.mkdir(parents=True, exist_ok=True)
     max_tokens = 32 if quick else 48
     reps = reps or (1 if quick else 3)
+    # paired runs go on, per prompt, until known to PRECISION or max_reps (--quick: no more)
+    max_reps = max(reps, max_reps or (reps if quick else MAX_REPS))
     tables = ""
     if part in ("all", "sources"):
         from spec_lsp import bench_sources
 
         source_prompts = {w: p[:1] if quick else p for w, p in bench_sources.WORKLOADS.items()}
-        tables += bench_sources.run(settings, source_prompts, max_tokens, reps, out)
+        tables += bench_sources.run(settings, source_prompts, max_tokens, reps, out, max_reps)
     if part in ("all", "policies"):
-        max_reps = reps if quick else max(reps, MAX_REPS)  # --quick: no extra pairs
         tables += _bench_policies(settings, quick, out, max_tokens, reps, max_reps)
     return _emit(tables, out)
 
@@ -275,53 +277,6 @@ def _bench_pair(
     return runs
 
 
-# a paired policy's ratio to no speculation is known to PRECISION when the standard error of
-# its log over the prompt's pairs is below it: this VM's runs of a few seconds swing by 3-10%
-# (other tenants), so three pairs cannot tell 0.97x from 1.00x. After the first `reps` (every
-# policy), the paired policies alone run again until they are known to PRECISION, with at
-# least MIN_PAIRS and at most MAX_REPS pairs (the stopping rule looks at the spread, never at
-# the ratio itself)
-PRECISION = 0.01
-MIN_PAIRS = 5
-MAX_REPS = 8
-SMOL_LENGTH = 5  # SmolLM2 drafting for itself: generations this many times longer
-
-
-def pair_logs(runs: list[Run], name: str) -> list[float]:
-    """log(rate / its baseline's rate) for each of paired policy `name`'s runs in `runs` (one
-    prompt's)."""
-    base = {r.rep: r.rate for r in runs if r.policy == "none" and r.baseline == name}
-    return [
-        math.log(r.rate / base[r.rep])
-        for r in runs
-        if r.policy == name and r.rate > 0 and base.get(r.rep, 0) > 0
-    ]
-
-
-def known(runs: list[Run], names: list[str]) -> bool:
-    """Whether every paired policy in `names` has at least MIN_PAIRS pairs in `runs` (one
-    prompt's), whose log ratios have a standard error within PRECISION."""
-    for name in names:
-        logs = pair_logs(runs, name)
-        if len(logs) < MIN_PAIRS or statistics.stdev(logs) / math.sqrt(len(logs)) > PRECISION:
-            return False
-    return True
-
-
-def rep_names(
-    names: list[str], rep: int, reps: int, max_reps: int, runs: list[Run]
-) -> list[str] | None:
-    """The policies to run in rep `rep` of a prompt (`runs`: its runs so far): every one of
-    `names` in the first `reps`; after them the paired ones, while their ratios are not known
-    to PRECISION and fewer than `max_reps` reps ran; None when the prompt is done."""
-    if rep < reps:
-        return names
-    paired = [n for n in names if n in PAIRED]
-    if rep >= max_reps or not paired or known(runs, paired):
-        return None
-    return paired
-
-
 Pick = Callable[[str], tuple[Drafter | None, DraftPolicy]]
 
 
@@ -457,6 +412,65 @@ def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[list[tu
     units = [[("none", n), (n, "")] if n in paired else [(n, "")] for n in names]
     shift = rep % len(units) if units else 0
     return units[shift:] + units[:shift]
+
+
+# a paired policy's ratio to no speculation is known to PRECISION when the standard error of
+# its log over the prompt's pairs is below it: this VM's runs of a few seconds swing by 3-10%
+# (other tenants), so three pairs cannot tell 0.97x from 1.00x. After the first `reps` (every
+# policy), the paired policies alone run again until they are known to PRECISION, with at
+# least MIN_PAIRS and at most MAX_REPS pairs (the stopping rule looks at the spread, never at
+# the ratio itself)
+PRECISION = 0.01
+MIN_PAIRS = 5
+MAX_REPS = 8
+SMOL_LENGTH = 5  # SmolLM2 drafting for itself: generations this many times longer
+
+
+def pair_logs(runs: list[Run], name: str) -> list[float]:
+    """log(rate / its baseline's rate) for each of paired policy `name`'s runs in `runs` (one
+    prompt's)."""
+    base = {r.rep: r.rate for r in runs if r.policy == "none" and r.baseline == name}
+    return [
+        math.log(r.rate / base[r.rep])
+        for r in runs
+        if r.policy == name and r.rate > 0 and base.get(r.rep, 0) > 0
+    ]
+
+
+def known(runs: list[Run], names: list[str]) -> bool:
+    """Whether every paired policy in `names` has at least MIN_PAIRS pairs in `runs` (one
+    prompt's), whose log ratios have a standard error within PRECISION."""
+    for name in names:
+        logs = pair_logs(runs, name)
+        if len(logs) < MIN_PAIRS or statistics.stdev(logs) / math.sqrt(len(logs)) > PRECISION:
+            return False
+    return True
+
+
+def rep_names(
+    names: list[str],
+    rep: int,
+    reps: int,
+    max_reps: int,
+    runs: list[Run],
+    *,
+    paired: frozenset[str] = PAIRED,
+    spare: frozenset[str] = frozenset(),
+) -> list[str] | None:
+    """The policies to run in rep `rep` of a prompt (`runs`: its runs so far): every one of
+    `names` in the first `reps`; after them the paired ones, while their ratios are not known
+    to PRECISION and fewer than `max_reps` reps ran; None when the prompt is done. A `spare`
+    policy that has drafted nothing in `runs` is no speculation: it does not run again."""
+    if rep < reps:
+        return names
+    again = [
+        n
+        for n in names
+        if n in paired and (n not in spare or any(r.drafted for r in runs if r.policy == n))
+    ]
+    if rep >= max_reps or not again or known(runs, again):
+        return None
+    return again
 
 
 # plain llama-cpp-python runs once per prompt after all the reps: read over totals

@@ -19,6 +19,8 @@ import numpy as np
 
 from spec_lsp.bench import (
     AGAIN,
+    MIN_PAIRS,
+    PRECISION,
     SAME_TEXT_NOTE,
     TEMPERATURES,
     Run,
@@ -28,6 +30,7 @@ from spec_lsp.bench import (
     _warm_up,
     policy_run,
     ratio,
+    rep_names,
     rerun_note,
     run_unit,
     same_text,
@@ -55,6 +58,10 @@ from spec_lsp.engine.speculative import DecodeJob
 from spec_lsp.engine.workspace_index import WorkspaceDrafter, WorkspaceIndex
 
 SOURCES = ("ngram", "workspace", "crossvocab", "auto")
+PAIRED_SOURCES = frozenset({AGAIN, *SOURCES})
+# a single source that drafted nothing for a prompt ran no speculation there (1.00x as the best
+# single source): past the first reps, only those that drafted, auto and A/A run again
+SPARE = frozenset(SOURCES) - {"auto"}
 CURRENT = "file:///bench/current.py"
 # other open documents, as an editor would have them: the workspace index holds them
 OPEN_DOCUMENTS = {
@@ -101,7 +108,10 @@ def run(
     max_tokens: int,
     reps: int,
     out: Path,
+    max_reps: int | None = None,
 ) -> str:
+    """Each source and auto against no speculation (`reps` reps of every run, then the pairs
+    of the sources that drafted, and auto's, until known to PRECISION or `max_reps`)."""
     engine = build_engine(settings.model_copy(update={"drafter": "none"}))
     engine.load()
     loaded = engine._loaded
@@ -153,9 +163,21 @@ def run(
             request = CompletionRequest(prefix=prefix, suffix=suffix, language="python")
             prompt = engine.prompt_tokens(request)
             _warm_up(target, prompt)
-            for rep in range(reps):
+            made_here: list[Run] = []
+            for rep in itertools.count():
                 # every source right after its own run of no speculation (see bench.PAIRED)
-                units = schedule([AGAIN, *SOURCES], frozenset({AGAIN, *SOURCES}), rep)
+                names = rep_names(
+                    [AGAIN, *SOURCES],
+                    rep,
+                    reps,
+                    max_reps or reps,
+                    made_here,
+                    paired=PAIRED_SOURCES,
+                    spare=SPARE,
+                )
+                if names is None:
+                    break
+                units = schedule(names, PAIRED_SOURCES, rep)
                 outputs: dict[str, list[int]] = {}
                 one = functools.partial(
                     policy_run,
@@ -184,6 +206,7 @@ def run(
                     for r in steady(functools.partial(run_unit, one, unit), where)
                 ]
                 runs += made
+                made_here += made
                 if temperature == 0.0 and rep == 0:
                     greedy[(workload, number)] = (prompt, outputs["none"])
                 _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
@@ -277,14 +300,18 @@ def render(
         "\n### draft sources (adaptive policy; Qwen target; tokens/s ratio to no speculation: "
         "each source runs right after a run of no speculation on the same prompt and seed; its "
         "ratio is, per prompt, the median over these pairs, then the geometric mean over the "
-        "cell's prompts; `(totals)`: the ratio of the pairs' total rates. Best single: a "
-        "source that drafted nothing in the cell ran no speculation, read as 1.00x)\n",
+        "cell's prompts; `(totals)`: the ratio of the pairs' total rates. After the first "
+        "reps, A/A, auto and each source that drafted for the prompt run again until the "
+        "standard error of each one's log ratio is under "
+        f"{PRECISION:.0%} ({MIN_PAIRS} to the most reps; `pairs`: A/A's and auto's over the "
+        "cell). Best single: a source that drafted nothing in the cell ran no speculation, "
+        "read as 1.00x)\n",
         "| workload | T | none tok/s | "
         + " | ".join((AGAIN, *SOURCES))
         + " | auto / best single | auto / best single (totals) | auto rounds per source "
         "| accept (drafted) per source "
-        "| same text as none |",
-        "|---" * (len(SOURCES) + 9) + "|",
+        "| same text as none | pairs (A/A, auto) |",
+        "|---" * (len(SOURCES) + 10) + "|",
     ]
     for (workload, temperature), by in sorted(cells.items()):
         base = _rate(by["none"])
@@ -304,7 +331,8 @@ def render(
             + " | ".join(f"{ratios[s]:.2f}x" for s in (AGAIN, *SOURCES))
             + f" | {ratios['auto'] / best:.2f} | {totals['auto'] / best_totals:.2f} "
             f"| {picks} | {accepts} "
-            f"| {same_text(by, [AGAIN, *SOURCES])} |"
+            f"| {same_text(by, [AGAIN, *SOURCES])} "
+            f"| {len(by[AGAIN])}, {len(by['auto'])} |"
         )
     lines += [
         rerun_note(runs),

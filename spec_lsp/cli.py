@@ -89,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="interleaved repetitions per prompt and cell (default 3; 1 with --quick)",
     )
+    bench.add_argument(
+        "--max-reps",
+        type=_positive_int,
+        default=None,
+        help="after --reps, paired runs (A/A, adaptive, each source) go on per prompt until "
+        "their ratio to no speculation is known to 1%%, up to this many reps "
+        "(default 8; --reps with --quick)",
+    )
 
     bench.add_argument(
         "--rerender",

@@ -54,7 +54,12 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             if args.rerender:
                 return rerender(Path(args.out), args.part)
             return bench_main(
-                settings, quick=args.quick, out=Path(args.out), part=args.part, reps=args.reps
+                settings,
+                quick=args.quick,
+                out=Path(args.out),
+                part=args.part,
+                reps=args.reps,
+                max_reps=args.max_reps,
             )
     except EngineError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)

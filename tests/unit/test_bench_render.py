@@ -172,6 +172,7 @@ def test_a_source_that_drafted_nothing_is_no_speculation_as_the_best_single():
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[4:8] == ["1.10x", "0.00x", "0.92x", "1.00x"]  # ngram, workspace, cross, auto
     assert cells[8:10] == ["1.00", "1.00"]  # auto / best single, by ratios and by totals
+    assert cells[-1] == "0, 3"  # pairs of A/A (none here) and of auto
 
 
 def test_units_pair_each_baseline_with_its_policy():
@@ -251,6 +252,16 @@ def test_paired_policies_run_again_until_their_ratio_is_known():
     assert rep_names(names, 5, 3, 9, steady_pairs) is None  # known: done
     assert rep_names(names, 3, 3, 3, noisy) is None  # --quick: no extra pairs
     assert rep_names(["fixed-2"], 3, 3, 9, []) is None  # nothing paired
+
+
+def test_a_source_that_drafted_nothing_does_not_run_again():
+    names = [AGAIN, "ngram", "auto"]
+    paired, spare = frozenset(names), frozenset({"ngram"})
+    silent = pairs(AGAIN, [1.0, 1.1] * 3) + pairs("ngram", [1.0] * 3) + pairs("auto", [1.0] * 3)
+    assert rep_names(names, 3, 3, 9, silent, paired=paired, spare=spare) == [AGAIN, "auto"]
+    for r in silent:
+        r.drafted = 4 if r.policy == "ngram" else 0
+    assert rep_names(names, 3, 3, 9, silent, paired=paired, spare=spare) == names
 
 
 def test_a_ratio_is_known_with_enough_pairs_of_a_small_spread():
