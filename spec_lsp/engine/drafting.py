@@ -88,17 +88,17 @@ class NgramDrafter:
 def _best_hit(context: np.ndarray, hits: np.ndarray, n: int, reach: int = 64) -> tuple[int, int]:
     """Of the earlier occurrences of the tail n-gram, the one whose match extends furthest back
     (the same context, not just the same few tokens); the latest among equals. Returns it and
-    how many tokens before the n-gram it shares with the tail (at most `reach`). All hits at
-    once: a loop over them cost ~5 us each, most of a lookup (it runs every round)."""
+    how many tokens before the n-gram it shares with the tail (at most `reach`)."""
     tail = context[-reach - n : -n][::-1]  # the tokens before the tail n-gram, nearest first
-    steps = np.arange(len(tail))
-    # before hit h, nearest first: context[h - 1 - j] for j < min(h, len(tail))
-    valid = steps[None, :] < np.minimum(hits, len(tail))[:, None]
-    before = context[np.maximum(hits[:, None] - 1 - steps[None, :], 0)]
-    differ = (before != tail[None, :]) | ~valid
-    lengths = np.where(differ.any(axis=1), differ.argmax(axis=1), len(tail))
-    best = len(hits) - 1 - int(np.argmax(lengths[::-1]))  # the latest of the longest
-    return int(hits[best]), int(lengths[best])
+    best, best_len = int(hits[-1]), -1
+    for hit in hits[::-1].tolist():
+        before = context[max(hit - reach, 0) : hit][::-1]
+        m = min(len(before), len(tail))
+        differ = np.flatnonzero(before[:m] != tail[:m])
+        length = int(differ[0]) if differ.size else m
+        if length > best_len:
+            best, best_len = hit, length
+    return best, best_len
 
 
 class ModelDrafter:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
-from spec_lsp.engine.drafting import Draft, DraftRequest, ModelDrafter, NgramDrafter, _best_hit
+from spec_lsp.engine.drafting import Draft, DraftRequest, ModelDrafter, NgramDrafter
 from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy
 from spec_lsp.engine.profile import CostProfile
 from spec_lsp.engine.speculative import DecodeJob, generate, verify
@@ -259,36 +259,6 @@ def test_ngram_lookup_prefers_the_occurrence_with_the_longest_shared_context():
 
     # and it says how much context that occurrence shares: the n-gram (2) and "x = 1 ;" (4)
     assert NgramDrafter(max_ngram=2).draft(request).strength == 6
-
-
-def best_hit_by_loop(context: np.ndarray, hits: np.ndarray, n: int, reach: int = 64):
-    """The lookup's choice of occurrence, one hit at a time (what `_best_hit` computes at once)."""
-    tail = context[-reach - n : -n][::-1]
-    best, best_len = int(hits[-1]), -1
-    for hit in hits[::-1].tolist():
-        before = context[max(hit - reach, 0) : hit][::-1]
-        m = min(len(before), len(tail))
-        differ = np.flatnonzero(before[:m] != tail[:m])
-        length = int(differ[0]) if differ.size else m
-        if length > best_len:
-            best, best_len = hit, length
-    return best, best_len
-
-
-@given(
-    st.lists(st.integers(0, 3), min_size=2, max_size=120),
-    st.integers(1, 4),
-    st.integers(1, 70),
-)
-@settings(max_examples=300, deadline=None)
-def test_the_lookup_picks_the_occurrence_a_hit_by_hit_scan_picks(tokens, n, reach):
-    """Few distinct tokens: many hits, long shared runs, hits near the start and the reach."""
-    context = np.asarray(tokens, dtype=np.int64)
-    n = min(n, len(context) - 1)
-    windows = np.lib.stride_tricks.sliding_window_view(context[:-1], n)
-    hits = np.flatnonzero((windows == context[-n:]).all(axis=1))
-    if hits.size:
-        assert _best_hit(context, hits, n, reach) == best_hit_by_loop(context, hits, n, reach)
 
 
 class StrengthLookup:
