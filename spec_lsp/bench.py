@@ -38,6 +38,7 @@ from spec_lsp.engine.speculative import DecodeJob, generate
 from spec_lsp.engine.types import DecodeStats
 
 FIXED_KS = (2, 4, 8, 16)
+SMOL_LENGTH = 5  # SmolLM2 drafting for itself: generations this many times Qwen's
 TEMPERATURES = (0.0, 0.5, 1.0)
 WORKLOADS: dict[str, list[tuple[str, str]]] = {
     "repeat": [
@@ -266,14 +267,9 @@ def _bench_pair(
                     Run(label, workload, temperature, "", index, 0, 0.0, rep=rep),
                 )
                 where = f"[{label}] {workload} T={temperature} prompt {index} rep {rep}"
-                made = [
-                    r
-                    for unit in units
-                    for r in steady(functools.partial(run_unit, one, unit), where)
-                ]
+                made = run_rep(one, units, where)
                 runs += made
                 made_here += made
-                _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
     return runs
 
 
@@ -385,6 +381,16 @@ def run_unit(one: Callable[[str, str], Run], unit: list[tuple[str, str]]) -> lis
     return [one(name, baseline) for name, baseline in unit]
 
 
+def run_rep(
+    one: Callable[[str, str], Run], units: list[list[tuple[str, str]]], where: str
+) -> list[Run]:
+    """A rep's units (`schedule`), each run again while the hypervisor takes the CPU
+    (`steady`), logged in one line."""
+    made = [r for unit in units for r in steady(functools.partial(run_unit, one, unit), where)]
+    _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
+    return made
+
+
 def steady(
     unit: Callable[[], list[Run]],
     label: str = "",
@@ -423,7 +429,6 @@ def schedule(names: list[str], paired: frozenset[str], rep: int) -> list[list[tu
 PRECISION = 0.01
 MIN_PAIRS = 5
 MAX_REPS = 8
-SMOL_LENGTH = 5  # SmolLM2 drafting for itself: generations this many times longer
 
 
 def pair_logs(runs: list[Run], name: str) -> list[float]:
@@ -509,10 +514,11 @@ PAIRED_NOTE = (
     "prompt and seed; their ratio is, per prompt, the median over these pairs (a burst of "
     "other load on this VM slows a run or two: it moves one pair, not the median), then the "
     "geometric mean over the cell's prompts; `adaptive (totals)` is the ratio of the pairs' "
-    f"total rates. Every policy runs in the first reps; then A/A and adaptive run again, per "
-    f"prompt, until the standard error of each one's log ratio over its pairs is under "
-    f"{PRECISION:.0%}, with {MIN_PAIRS} to {MAX_REPS} pairs (the `pairs` column: runs over the "
-    f"cell's prompts; the rule looks at the spread, not at the ratio). Fixed k: the same median and mean of its rate over that of its rep's "
+    "total rates. Every policy runs in the first reps; then A/A and adaptive run again, per "
+    "prompt, until the standard error of each one's log ratio over its pairs is under "
+    f"{PRECISION:.0%}, with at least {MIN_PAIRS} pairs and at most --max-reps (the `pairs` "
+    "column: runs over the cell's prompts; the rule looks at the spread, not at the ratio). "
+    "Fixed k: the same median and mean of its rate over that of its rep's "
     "no-speculation runs (a rep's runs lie within a minute). llama-cpp-python (run once per "
     "prompt, after the reps): total rate over that of all the cell's no-speculation runs. "
     "Adaptive / best fixed: adaptive's ratio over the best fixed k's; in parentheses, "

@@ -32,10 +32,9 @@ from spec_lsp.bench import (
     ratio,
     rep_names,
     rerun_note,
-    run_unit,
+    run_rep,
     same_text,
     schedule,
-    steady,
 )
 from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.config import Settings
@@ -200,16 +199,11 @@ def run(
                     outputs=outputs,
                 )
                 where = f"[sources] {workload} T={temperature} prompt {number} rep {rep}"
-                made = [
-                    r
-                    for unit in units
-                    for r in steady(functools.partial(run_unit, one, unit), where)
-                ]
+                made = run_rep(one, units, where)
                 runs += made
                 made_here += made
                 if temperature == 0.0 and rep == 0:
                     greedy[(workload, number)] = (prompt, outputs["none"])
-                _log(f"{where}: " + " ".join(f"{r.policy}={r.rate:.1f}" for r in made))
         reports[(workload, temperature)] = auto.report()
     acceptance = _offline_acceptance(
         greedy,
@@ -303,8 +297,8 @@ def render(
         "cell's prompts; `(totals)`: the ratio of the pairs' total rates. After the first "
         "reps, A/A, auto and each source that drafted for the prompt run again until the "
         "standard error of each one's log ratio is under "
-        f"{PRECISION:.0%} ({MIN_PAIRS} to the most reps; `pairs`: A/A's and auto's over the "
-        "cell). Best single: a source that drafted nothing in the cell ran no speculation, "
+        f"{PRECISION:.0%} (at least {MIN_PAIRS} pairs, at most --max-reps; `pairs`: A/A's and "
+        "auto's runs over the cell). Best single: a source that drafted nothing in the cell ran no speculation, "
         "read as 1.00x)\n",
         "| workload | T | none tok/s | "
         + " | ".join((AGAIN, *SOURCES))
