@@ -282,3 +282,30 @@ def test_extra_pairs_do_not_enter_the_comparison_with_fixed_k_over_totals():
     runs += [extra, replace(extra, policy="none", seconds=4.0, baseline="adaptive")]
     row = next(line for line in render(runs).splitlines() if line.startswith("| repeat"))
     assert row.split("|")[-4].strip().endswith("(1.60)")  # totals over the reps fixed k ran
+
+
+class _StreamingLlama:
+    """llama-cpp-python's create_completion(stream=True) as it streams: a chunk per token,
+    then an empty chunk that only gives the finish reason; `step` seconds between tokens."""
+
+    def __init__(self, texts: list[str], step: float) -> None:
+        self.texts, self.step = texts, step
+
+    def create_completion(self, prompt, **_kwargs):
+        import time
+
+        for text in self.texts:
+            time.sleep(self.step)
+            yield {"choices": [{"text": text, "finish_reason": None}]}
+        yield {"choices": [{"text": "", "finish_reason": "length"}]}
+
+
+def test_plain_llama_timing_counts_tokens_not_the_closing_chunk():
+    from spec_lsp.engine.backends.llama import timed_completion
+
+    texts = ["a", "b", "c", "d", "e"]
+    llm = _StreamingLlama(texts, step=0.02)
+    tokens, seconds = timed_completion(llm, [1, 2], max_tokens=5, temperature=0.0)
+    assert tokens == 5
+    # four intervals between the first token and the last: the rate is (tokens - 1) / seconds
+    assert 0.07 <= seconds < 0.2
