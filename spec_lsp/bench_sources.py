@@ -298,8 +298,8 @@ def render(
         "reps, A/A, auto and each source that drafted for the prompt run again until the "
         "standard error of each one's log ratio is under "
         f"{PRECISION:.0%} (at least {MIN_PAIRS} pairs, at most --max-reps; `pairs`: A/A's and "
-        "auto's runs over the cell). Best single: a source that drafted nothing in the cell ran no speculation, "
-        "read as 1.00x)\n",
+        "auto's runs over the cell). Best single: a source that drafted nothing in the cell "
+        "ran no speculation, read as 1.00x)\n",
         "| workload | T | none tok/s | "
         + " | ".join((AGAIN, *SOURCES))
         + " | auto / best single | auto / best single (totals) | auto rounds per source "

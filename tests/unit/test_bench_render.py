@@ -286,26 +286,31 @@ def test_extra_pairs_do_not_enter_the_comparison_with_fixed_k_over_totals():
 
 class _StreamingLlama:
     """llama-cpp-python's create_completion(stream=True) as it streams: a chunk per token,
-    then an empty chunk that only gives the finish reason; `step` seconds between tokens."""
+    then an empty chunk that only gives the finish reason. Each token takes `step` seconds of
+    `clock` (the closing chunk comes `late` seconds after the last token)."""
 
-    def __init__(self, texts: list[str], step: float) -> None:
-        self.texts, self.step = texts, step
+    def __init__(self, texts: list[str], clock: list[float], step: float, late: float) -> None:
+        self.texts, self.clock, self.step, self.late = texts, clock, step, late
 
     def create_completion(self, prompt, **_kwargs):
-        import time
-
         for text in self.texts:
-            time.sleep(self.step)
+            self.clock[0] += self.step
             yield {"choices": [{"text": text, "finish_reason": None}]}
+        self.clock[0] += self.late
         yield {"choices": [{"text": "", "finish_reason": "length"}]}
 
 
-def test_plain_llama_timing_counts_tokens_not_the_closing_chunk():
-    from spec_lsp.engine.backends.llama import timed_completion
+def test_plain_llama_timing_counts_tokens_not_the_closing_chunk(monkeypatch):
+    from types import SimpleNamespace
 
-    texts = ["a", "b", "c", "d", "e"]
-    llm = _StreamingLlama(texts, step=0.02)
-    tokens, seconds = timed_completion(llm, [1, 2], max_tokens=5, temperature=0.0)
-    assert tokens == 5
-    # four intervals between the first token and the last: the rate is (tokens - 1) / seconds
-    assert 0.07 <= seconds < 0.2
+    from spec_lsp.engine.backends import llama
+
+    clock = [100.0]
+    monkeypatch.setattr(llama, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    llm = _StreamingLlama(["a", "b", "c", "d", "e"], clock, step=0.5, late=7.0)
+    tokens, seconds = llama.timed_completion(llm, [1, 2], max_tokens=5, temperature=0.0)
+    # five tokens, four intervals between the first and the last: the rate is (5 - 1) / 2.0
+    assert (tokens, seconds) == (5, 2.0)
+    assert llama.timed_completion(
+        _StreamingLlama([], clock, 0.5, 7.0), [1], max_tokens=5, temperature=0.0
+    ) == (0, 0.0)

@@ -337,7 +337,7 @@ def timed_completion(
 
     Only chunks that carry a token count: the stream ends with an empty chunk that only gives
     the finish reason (counting it read 48 tokens as 49, 2% too fast)."""
-    first = last = None
+    first = last = 0.0
     tokens = 0
     for chunk in llm.create_completion(
         list(prompt),
@@ -353,8 +353,8 @@ def timed_completion(
         choice = chunk["choices"][0]
         if choice.get("finish_reason") is not None and not choice["text"]:
             continue
-        tokens += 1
         last = time.perf_counter()
-        if first is None:
+        if not tokens:
             first = last
-    return tokens, (last - first) if first is not None and last is not None else 0.0
+        tokens += 1
+    return tokens, last - first
