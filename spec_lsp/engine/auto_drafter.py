@@ -14,7 +14,7 @@ after the previous call's context, so every proposal made then, chosen or not, i
 against it (accepted = common prefix; positions past what was committed are untested). A draft
 model not chosen for a while is tried again now and then, less often while trials do not win,
 and never so often that trying (its catch-up included, predicted before the first try) takes
-more than EXPLORE_SHARE (2%) of decoding time.
+more than AUTO_EXPLORE_SHARE (1%) of decoding time.
 """
 
 from __future__ import annotations
@@ -29,10 +29,16 @@ from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, can_explore, prio
 from spec_lsp.engine.profile import CostProfile
 
 NOTHING = "none"
+DECLINED = -1  # scored after a model's draft that stopped short: never what the target commits
 MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measured
 TAIL = 16
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
+# trying the model may take this share of decoding time: half the policy's EXPLORE_SHARE, since
+# under auto the lookups still speculate while the model waits (a lone model drafter has only its
+# probes to find its way back). At 2% the sources bench measured auto 1.5-2% below the workspace
+# lookup alone on code repeating another file, about half of it in tries of a model that never paid
+AUTO_EXPLORE_SHARE = 0.01
 # a costly source is tried again only once the rounds since its last try may pay for what that
 # try cost (a try first catches the model's cache up): `can_explore`, the adaptive policy's budget
 
@@ -139,8 +145,9 @@ class AutoDrafter:
             model.probe_seconds = (
                 self._clock() - started + self._verify(len(draft.tokens) + 1) - self._verify(1)
             )
-        pending.proposals[model.name] = draft.tokens
-        return draft
+        short = len(draft.tokens) < best.n  # it declined the rest (see Draft.short)
+        pending.proposals[model.name] = draft.tokens + [DECLINED] * short
+        return replace(draft, short=short)
 
     def _consider_model(self, source: Source, request: DraftRequest) -> _Option:
         k = request.max_tokens
@@ -152,8 +159,11 @@ class AutoDrafter:
             cost = self._try_cost(source, probe_n)
             # the catch-up is counted (a re-tokenization: ~0.6 ms, nearly 1% of a Qwen round
             # here, every round while waiting) only once the rest of the try fits the budget
-            if can_explore(rounds, round_seconds, cost) and can_explore(
-                rounds, round_seconds, cost + self._catch_up_cost(source, request)
+            if can_explore(rounds, round_seconds, cost, AUTO_EXPLORE_SHARE) and can_explore(
+                rounds,
+                round_seconds,
+                cost + self._catch_up_cost(source, request),
+                AUTO_EXPLORE_SHARE,
             ):
                 return _Option(float("inf"), source, probe_n, None, probe=True)  # try again
         return _Option(rate, source, n, None)

@@ -21,6 +21,10 @@ class Draft:
     probs: list[np.ndarray] | None = None  # q per token (full distribution); None: deterministic
     # a lookup's match strength: tokens of context shared with the occurrence it copies
     strength: int | None = None
+    # a costly drafter stopped before the length it was asked for (its confidence fell under the
+    # policy's p-min, or it ended): the position after its last token counts as rejected, so a
+    # drafter that keeps declining is learned as one that does not pay (its call still costs)
+    short: bool = False
 
 
 @dataclass

@@ -97,9 +97,12 @@ MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
 EXPLORE_SHARE = 0.02
 
 
-def can_explore(rounds: int, round_seconds: float, cost: float) -> bool:
-    """May a try costing `cost` seconds be spent after `rounds` rounds without one?"""
-    return rounds * round_seconds * EXPLORE_SHARE >= cost
+def can_explore(
+    rounds: int, round_seconds: float, cost: float, share: float = EXPLORE_SHARE
+) -> bool:
+    """May a try costing `cost` seconds be spent after `rounds` rounds without one (tries may
+    take `share` of decoding time)?"""
+    return rounds * round_seconds * share >= cost
 
 
 def prior_acceptance(temperature: float) -> float:

@@ -87,10 +87,11 @@ class CostProfile:
         return self.draft_scale * (self.draft_seconds_fixed + k * self.draft_seconds_per_token)
 
     def observe_draft(self, k: int, seconds: float) -> None:
-        """Calibrate the draft cost from a call actually run (k tokens drafted in `seconds`);
-        free drafters (no measured cost) are left at zero."""
+        """Calibrate the draft cost from a call actually run (k tokens drafted in `seconds`; 0:
+        a call that declined to draft, its fixed cost); free drafters (no measured cost) are
+        left at zero."""
         base = self.draft_seconds_fixed + k * self.draft_seconds_per_token
-        if k > 0 and base > 0:
+        if base > 0:
             self.draft_scale = 0.8 * self.draft_scale + 0.2 * seconds / base
 
     def catch_up_rate(self, seconds_per_draft_token: float) -> float:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -126,7 +126,8 @@ def generate(
             drafting = time.perf_counter() - t
             model_seconds += drafting
             stats.draft_seconds += drafting
-            if draft.tokens and not getattr(drafter, "sizes_itself", False):  # (auto: its own)
+            calibrates = draft.tokens or draft.short  # (a declined call cost time too)
+            if calibrates and not getattr(drafter, "sizes_itself", False):  # (auto: its own)
                 caught = catch_up_of(drafter)  # new context after a keystroke: not a draft cost
                 policy.observe_draft(len(draft.tokens), drafting - (caught[1] if caught else 0.0))
         t = time.perf_counter()
@@ -137,7 +138,8 @@ def generate(
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
         if not from_continuation:  # the drafter's acceptance, not the cache's
-            policy.observe(len(draft.tokens), n_accepted, draft.strength)
+            declined = draft.short and n_accepted == len(draft.tokens)  # (see Draft.short)
+            policy.observe(len(draft.tokens) + declined, n_accepted, draft.strength)
         stats.rounds += 1
         stats.target_passes += 1
         stats.drafted += len(draft.tokens)
@@ -191,7 +193,7 @@ def _draft(
         if draft.tokens:
             shadows.append((len(out), draft.tokens, draft.strength))
         return Draft([])
-    return draft
+    return replace(draft, short=True) if len(draft.tokens) < k else draft
 
 
 def _continuation_after(job: DecodeJob) -> list[int]:

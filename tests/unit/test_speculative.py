@@ -372,3 +372,41 @@ def test_a_draft_calls_catch_up_on_new_context_is_not_reported_as_its_cost():
         stats=DecodeStats(),
     )
     assert policy.drafts and policy.drafts[0] < 0.02
+
+
+def test_a_drafter_that_keeps_declining_is_learned_as_one_that_does_not_pay():
+    """A draft model whose confidence stays under the policy's p-min returns nothing, yet each
+    call costs time: a declined position counts as rejected, so the policy stops asking every
+    round (it probes now and then instead), and the call's time calibrates the draft cost."""
+
+    class Declining:
+        name = "model"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def draft(self, request: DraftRequest) -> Draft:
+            self.calls += 1
+            return Draft([])
+
+    profile = CostProfile({1: 1.0, 2: 1.05, 4: 1.15, 8: 1.4, 16: 2.0})
+    profile.draft_seconds_per_token, profile.draft_seconds_fixed = 0.01, 0.01
+    policy = AdaptivePolicy(profile, estimate=AcceptanceEstimate(0.5), draft_max=8)
+    policy.observe_verify = policy.observe_overhead = lambda *_: None  # the synthetic costs stay
+    calibrated: list[tuple[int, float]] = []
+    policy.observe_draft = lambda n, seconds: calibrated.append((n, seconds))  # type: ignore
+    drafter, stats = Declining(), DecodeStats()
+    out = generate(
+        fake_target(),
+        drafter,
+        policy,
+        DecodeJob([5, 6, 7], 200, SamplingParams(), frozenset()),
+        cancel=CancelToken(),
+        rng=np.random.default_rng(0),
+        stats=stats,
+    )
+    assert out == plain_greedy([5, 6, 7], 200)
+    assert stats.rounds == 199 and stats.drafted == 0
+    assert drafter.calls < 25  # (asked every round, it was called 199 times)
+    assert calibrated and all(n == 0 for n, _ in calibrated)
+    assert policy.estimate.alphas(1)[0] < 0.2
