@@ -261,6 +261,46 @@ def test_ngram_lookup_prefers_the_occurrence_with_the_longest_shared_context():
     assert NgramDrafter(max_ngram=2).draft(request).strength == 6
 
 
+def _lookup_by_hand(context: list[int], k: int, max_ngram: int, max_candidates: int):
+    """The n-gram lookup's rule in plain loops: the longest tail n-gram (<= max_ngram) seen
+    before; of its latest `max_candidates` occurrences, the one sharing the most context
+    before it (up to 64 tokens), the latest among equals; what followed it, and n + shared."""
+    for n in range(min(max_ngram, len(context) - 1), 0, -1):
+        tail = context[-n:]
+        hits = [i for i in range(len(context) - n) if context[i : i + n] == tail]
+        if not hits:
+            continue
+        best, best_shared = hits[-1], -1
+        for hit in reversed(hits[-max_candidates:]):
+            shared = 0
+            while (
+                shared < 64
+                and hit - shared - 1 >= 0
+                and context[hit - shared - 1] == context[len(context) - n - shared - 1]
+            ):
+                shared += 1
+            if shared > best_shared:
+                best, best_shared = hit, shared
+        return context[best + n : best + n + k], n + best_shared
+    return [], None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=120),
+    st.integers(1, 8),
+    st.integers(1, 5),
+    st.integers(1, 40),
+)
+def test_ngram_lookup_follows_its_rule_on_any_context(context, k, max_ngram, max_candidates):
+    request = DraftRequest(context, k, SamplingParams(), np.random.default_rng(0))
+    draft = NgramDrafter(max_ngram=max_ngram, max_candidates=max_candidates).draft(request)
+    tokens, strength = _lookup_by_hand(context, k, max_ngram, max_candidates)
+    assert draft.tokens == tokens
+    if tokens:
+        assert draft.strength == strength
+
+
 class StrengthLookup:
     """A lookup that is right (the target's greedy continuation) when its match is strong and
     wrong when it is weak; every other round is weak."""
