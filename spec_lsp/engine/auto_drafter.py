@@ -11,7 +11,9 @@ win clearly). The best rate wins.
 
 Learning needs no hook in the loop: the next call's context holds what the target committed
 after the previous call's context, so every proposal made then, chosen or not, is scored
-against it (accepted = common prefix; positions past what was committed are untested). A draft
+against it (accepted = common prefix; positions past what was committed are untested). Each
+document (and temperature) has its own acceptance per source, seeded from the last document
+of its language, as the policy's estimates are. A draft
 model not chosen for a while is tried again now and then, less often while trials do not win,
 and never so often that trying (its catch-up included, predicted before the first try) takes
 more than AUTO_EXPLORE_SHARE (1%) of decoding time.
@@ -23,6 +25,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from cachetools import LRUCache
+
 from spec_lsp.engine.backends.base import common_prefix_len
 from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, catch_up_of
 from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, can_explore, prior_acceptance
@@ -32,6 +36,7 @@ NOTHING = "none"
 DECLINED = -1  # scored after a model's draft that stopped short: never what the target commits
 MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measured
 TAIL = 16
+DOCUMENTS = 256  # documents (x temperatures) whose acceptance per source is kept, least recent out
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
 # trying the model may take this share of decoding time: half the policy's EXPLORE_SHARE, since
@@ -47,7 +52,9 @@ AUTO_EXPLORE_SHARE = 0.01
 class Source:
     drafter: Drafter
     free: bool  # computed every round (and scored when not chosen)
-    estimate: AcceptanceEstimate | None = None  # created at the first call (prior by temperature)
+    estimate: AcceptanceEstimate | None = (
+        None  # the current document's (see AutoDrafter.set_document)
+    )
     seconds_per_step: float | None = None  # EWMA: per call (free) or per model step (model)
     chosen: int = 0
     tested: int = 0  # draft tokens compared with what the target committed
@@ -75,6 +82,7 @@ class _Option:
 class _Pending:
     length: int  # the context length at the call
     tail: list[int]  # its last TAIL tokens
+    estimates: dict[str, AcceptanceEstimate]  # the call's document's, per source
     proposals: dict[str, list[int]] = field(default_factory=dict)
     strengths: dict[str, int | None] = field(default_factory=dict)
 
@@ -102,6 +110,32 @@ class AutoDrafter:
         self._clock = clock
         self.last_choice = NOTHING
         self._pending: _Pending | None = None
+        self._document, self._language = "", ""
+        # acceptance per source, per document and temperature (as the policy's PolicyBook): a
+        # file that repeats itself must not teach auto to trust the lookups in a fresh one
+        self._books: LRUCache[str, dict[str, AcceptanceEstimate]] = LRUCache(DOCUMENTS)
+        self._by_language: dict[str, dict[str, AcceptanceEstimate]] = {}
+
+    def set_document(self, document: str, language: str = "") -> None:
+        """The document the next calls draft for: it learns its own acceptance per source, at
+        first seeded from the last document of its language (a little of that evidence)."""
+        self._document, self._language = document, language
+
+    def _estimates(self, temperature: float) -> dict[str, AcceptanceEstimate]:
+        key = f"{self._document}|{temperature:.2f}"
+        language = f"{self._language}|{temperature:.2f}"
+        found = self._books.get(key)
+        if found is None:
+            seed = self._by_language.get(language, {})
+            found = {
+                s.name: seed[s.name].seeded()
+                if s.name in seed
+                else AcceptanceEstimate(prior_acceptance(temperature))
+                for s in self.sources
+            }
+            self._books[key] = found
+        self._by_language[language] = found
+        return found
 
     def set_profile(self, profile: CostProfile | None) -> None:
         """The engine's measured costs (they may arrive after the drafter is built)."""
@@ -110,13 +144,13 @@ class AutoDrafter:
 
     def draft(self, request: DraftRequest) -> Draft:
         self._learn(request.context)
-        prior = prior_acceptance(request.sampling.temperature)
-        pending = _Pending(len(request.context), list(request.context[-TAIL:]))
+        estimates = self._estimates(request.sampling.temperature)
+        pending = _Pending(len(request.context), list(request.context[-TAIL:]), estimates)
         self._pending = pending
         # speculation must beat drafting nothing by the policy's MARGIN (model error, noise)
         options: list[_Option] = [_Option(MARGIN / self._verify(1), None, 0, None)]
         for source in self.sources:
-            source.estimate = source.estimate or AcceptanceEstimate(prior)
+            source.estimate = estimates[source.name]
             if source.free:
                 proposal = self._run(source, request)
                 pending.proposals[source.name] = proposal.tokens
@@ -238,11 +272,13 @@ class AutoDrafter:
         committed = list(context[pending.length : pending.length + 64])
         for source in self.sources:
             proposal = pending.proposals.get(source.name)
-            if not proposal or source.estimate is None:
+            if not proposal:
                 continue
             tested = min(len(proposal), len(committed))
             accepted = common_prefix_len(proposal[:tested], committed)
-            source.estimate.update(tested, accepted, pending.strengths.get(source.name))
+            pending.estimates[source.name].update(
+                tested, accepted, pending.strengths.get(source.name)
+            )
             source.tested += tested
             source.accepted += accepted
 

@@ -397,6 +397,7 @@ class Engine:
                 source.document_id, source.cursor = request.document_id, len(request.prefix)
         if isinstance(drafter, AutoDrafter):
             drafter.set_profile(self.profile)
+            drafter.set_document(request.document_id, request.language)
         return drafter
 
     def _make_drafter(self, loaded: Loaded) -> Drafter | None:

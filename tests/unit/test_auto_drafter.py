@@ -320,3 +320,39 @@ def test_a_model_that_declines_to_draft_is_learned_as_not_paying():
     assert stats.rounds == 399 and stats.drafted == 0
     assert model.calls < 20  # (chosen on its estimate, it was called every round)
     assert auto.sources[-1].estimate.alphas(1)[0] < 0.2
+
+
+class Switch:
+    """A lookup that proposes the target's continuation while `right`, else a wrong one."""
+
+    name = "lookup"
+
+    def __init__(self) -> None:
+        self.right = True
+
+    def draft(self, request: DraftRequest) -> Draft:
+        tokens = truth(request.context, request.max_tokens)
+        return Draft(tokens if self.right else [(t + 1) % VOCAB for t in tokens])
+
+
+def test_each_document_learns_its_own_sources():
+    lookup = Switch()
+    auto = AutoDrafter([lookup])
+    auto.set_document("file:///repeats.py", "python")
+    run([1, 2, 3], auto)  # the lookup is right in this file...
+    lookup.right = False
+    auto.set_document("file:///fresh.py", "python")
+    _, stats = run([4, 5, 6], auto)  # ...and wrong in this one: learned, it stops drafting
+    assert stats.drafted < 30
+    request = DraftRequest([7, 8, 9], 6, SamplingParams(), np.random.default_rng(0))
+    lookup.right = True
+    auto.set_document("file:///repeats.py", "python")
+    assert auto.draft(request).tokens  # trusted at once where it was right
+    auto.set_document("file:///fresh.py", "python")
+    assert not auto.draft(request).tokens  # not where it was wrong
+    # and a temperature learns apart from another: at T = 1 the prior, not T = 0's evidence
+    hot = DraftRequest([7, 8, 9], 6, SamplingParams(temperature=1.0), np.random.default_rng(0))
+    auto.draft(hot)
+    assert lookup.name in auto.report()
+    estimate = auto.sources[0].estimate
+    assert estimate is not None and estimate.value == pytest.approx(0.3)

@@ -107,3 +107,12 @@ def test_changing_the_drafter_setting_rebuilds_it():
     assert isinstance(engine._drafter_obj, AutoDrafter)
     engine.update_settings(engine.settings.model_copy(update={"drafter": "workspace"}))
     assert isinstance(engine._drafter_obj, WorkspaceDrafter)
+
+
+def test_auto_learns_each_document_apart():
+    engine = engine_with("auto")
+    complete(engine, document="file:///a.py")
+    complete(engine, document="file:///b.py")
+    drafter = engine._drafter_obj
+    assert isinstance(drafter, AutoDrafter)
+    assert {key.split("|")[0] for key in drafter._books} == {"file:///a.py", "file:///b.py"}
