@@ -36,6 +36,10 @@ NOTHING = "none"
 DECLINED = -1  # scored after a model's draft that stopped short: never what the target commits
 MODEL_COST_PRIOR = 0.25  # a draft model token in verify(1) units, until measured
 TAIL = 16
+# a proposal not chosen is scored once this many tokens (or its length) are committed after it,
+# whatever they are: deep positions get evidence from every proposal, not only from drafts that
+# were verified that far (a lookup's long drafts pay most where a long batch is cheap per token)
+HORIZON = 16
 DOCUMENTS = 256  # documents (x temperatures) whose acceptance per source is kept, least recent out
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
@@ -85,6 +89,7 @@ class _Pending:
     estimates: dict[str, AcceptanceEstimate]  # the call's document's, per source
     proposals: dict[str, list[int]] = field(default_factory=dict)
     strengths: dict[str, int | None] = field(default_factory=dict)
+    chosen: str = NOTHING  # the source whose draft was verified
 
 
 class AutoDrafter:
@@ -109,7 +114,7 @@ class AutoDrafter:
         self._costs = profile or CostProfile.prior()
         self._clock = clock
         self.last_choice = NOTHING
-        self._pending: _Pending | None = None
+        self._pending: list[_Pending] = []  # calls whose proposals are not all scored yet
         self._document, self._language = "", ""
         # acceptance per source, per document and temperature (as the policy's PolicyBook): a
         # file that repeats itself must not teach auto to trust the lookups in a fresh one
@@ -146,7 +151,7 @@ class AutoDrafter:
         self._learn(request.context)
         estimates = self._estimates(request.sampling.temperature)
         pending = _Pending(len(request.context), list(request.context[-TAIL:]), estimates)
-        self._pending = pending
+        self._pending.append(pending)
         # speculation must beat drafting nothing by the policy's MARGIN (model error, noise)
         options: list[_Option] = [_Option(MARGIN / self._verify(1), None, 0, None)]
         for source in self.sources:
@@ -165,6 +170,7 @@ class AutoDrafter:
         if best.source is None or best.n == 0:
             return Draft([])
         best.source.chosen += 1
+        pending.chosen = best.source.name
         if best.draft is not None:  # a lookup: keep the prefix worth verifying
             probs = best.draft.probs[: best.n] if best.draft.probs is not None else None
             return Draft(best.draft.tokens[: best.n], probs, best.draft.strength)
@@ -263,24 +269,42 @@ class AutoDrafter:
         }
 
     def _learn(self, context: Sequence[int]) -> None:
-        """Score the previous call's proposals against what the target committed since."""
-        pending, self._pending = self._pending, None
-        if pending is None or len(context) <= pending.length:
+        """Score earlier calls' proposals against what the target committed since: the chosen
+        draft at the next call (what was verified), the others once HORIZON tokens (or their
+        length) are committed. When they are scored never depends on whether they were right,
+        so the estimates are not biased; a proposal still waiting when the generation ends
+        (the context no longer extends its call's) is dropped."""
+        latest = self._pending[-1] if self._pending else None
+        if latest is None or len(context) <= latest.length:
+            self._pending = []
             return
-        if list(context[pending.length - len(pending.tail) : pending.length]) != pending.tail:
-            return  # another generation: nothing to learn
-        committed = list(context[pending.length : pending.length + 64])
-        for source in self.sources:
-            proposal = pending.proposals.get(source.name)
-            if not proposal:
-                continue
-            tested = min(len(proposal), len(committed))
-            accepted = common_prefix_len(proposal[:tested], committed)
-            pending.estimates[source.name].update(
-                tested, accepted, pending.strengths.get(source.name)
-            )
-            source.tested += tested
-            source.accepted += accepted
+        if list(context[latest.length - len(latest.tail) : latest.length]) != latest.tail:
+            self._pending = []  # another generation (its earlier calls are prefixes of this one)
+            return
+        waiting = []
+        for pending in self._pending:
+            since = len(context) - pending.length
+            for name in list(pending.proposals):
+                proposal = pending.proposals[name]
+                if name != pending.chosen and since < min(len(proposal), HORIZON):
+                    continue
+                del pending.proposals[name]
+                if proposal:
+                    self._score(pending, name, proposal, context)
+            if pending.proposals:
+                waiting.append(pending)
+        self._pending = waiting
+
+    def _score(
+        self, pending: _Pending, name: str, proposal: list[int], context: Sequence[int]
+    ) -> None:
+        committed = list(context[pending.length : pending.length + min(len(proposal), 64)])
+        tested = min(len(proposal), len(committed))
+        accepted = common_prefix_len(proposal[:tested], committed)
+        pending.estimates[name].update(tested, accepted, pending.strengths.get(name))
+        source = next(s for s in self.sources if s.name == name)
+        source.tested += tested
+        source.accepted += accepted
 
     def _run(self, source: Source, request: DraftRequest) -> Draft:
         started = self._clock()

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spec_lsp.engine import auto_drafter
 from spec_lsp.engine.auto_drafter import AUTO_EXPLORE_SHARE, NOTHING, AutoDrafter
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
@@ -280,31 +281,38 @@ def test_shadow_requests_never_run_the_model():
     assert model.calls == 0
 
 
-def test_learning_is_censored_at_what_the_target_committed():
+def test_a_proposal_not_chosen_is_scored_at_its_horizon_and_censored_there(monkeypatch):
     class Fixed:
         name = "fixed"
 
         def draft(self, request: DraftRequest) -> Draft:
             return Draft([1, 2, 3, 4])
 
-    auto = AutoDrafter([Fixed()])
+    auto = AutoDrafter([Fixed()])  # (a prior of 0.5 on a CPU-like curve: never chosen)
     rng = np.random.default_rng(0)
 
     def call(context):
         auto.draft(DraftRequest(context, 4, SamplingParams(), rng))
+        assert auto.last_choice == NOTHING
         return auto.report()["fixed"]
 
     call([9, 9])
-    scored = call([9, 9, 1, 2, 7])  # [1, 2, 3, 4] against committed [1, 2, 7]
-    assert (scored["tested"], scored["accepted"]) == (3, 2)
+    assert call([9, 9, 1, 2, 7])["tested"] == 0  # 3 tokens committed: [1, 2, 3, 4] waits
+    scored = call([9, 9, 1, 2, 7, 1])  # 4 committed: [1, 2, 3, 4] against [1, 2, 7, 1]
+    assert (scored["tested"], scored["accepted"]) == (4, 2)
     estimate = auto.sources[0].estimate
-    assert estimate is not None and estimate.failed[2] > 0
-    # one token committed (nothing verified beyond it): one tested, no failure recorded
-    scored = call([9, 9, 1, 2, 7, 1])
-    assert (scored["tested"], scored["accepted"]) == (4, 3)
-    assert estimate.failed[1] == 0.0
-    # another generation (the context is not an extension): nothing learned
+    assert estimate is not None and estimate.failed[2] > 0 and estimate.passed[1] > 0
+    # another generation (the context is not an extension): what waited is dropped
     assert call([5, 5, 5, 5, 5, 5, 5, 5])["tested"] == 4
+
+    # past the horizon nothing is tested: no failure recorded where nothing was committed
+    monkeypatch.setattr(auto_drafter, "HORIZON", 2)
+    auto = AutoDrafter([Fixed()])
+    call([9, 9])
+    scored = call([9, 9, 1, 2])
+    assert (scored["tested"], scored["accepted"]) == (2, 2)
+    estimate = auto.sources[0].estimate
+    assert estimate is not None and estimate.failed[2] == 0.0
 
 
 def test_a_model_that_declines_to_draft_is_learned_as_not_paying():
