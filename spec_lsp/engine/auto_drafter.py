@@ -9,11 +9,11 @@ tokens is worth
 and drafting nothing is worth 1 / verify_seconds(1) (times the policy's MARGIN: speculation must
 win clearly). The best rate wins.
 
-Learning needs no hook in the loop: the next call's context holds what the target committed
-after the previous call's context, so every proposal made then, chosen or not, is scored
-against it (accepted = common prefix; positions past what was committed are untested). Each
-document (and temperature) has its own acceptance per source, seeded from the last document
-of its language, as the policy's estimates are. A draft
+Learning needs no hook in the loop: later calls' contexts hold what the target committed, so
+every proposal, chosen or not, is scored against it (accepted = common prefix; positions past
+what was committed are untested): the chosen draft at the next call, the others once HORIZON
+tokens are committed after them. Each document (and temperature) has its own acceptance per
+source, seeded from the last document of its language, as the policy's estimates are. A draft
 model not chosen for a while is tried again now and then, less often while trials do not win,
 and never so often that trying (its catch-up included, predicted before the first try) takes
 more than AUTO_EXPLORE_SHARE (1%) of decoding time.
