@@ -25,11 +25,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from cachetools import LRUCache
-
 from spec_lsp.engine.backends.base import common_prefix_len
 from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, can_explore, prior_acceptance
+from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, PolicyBook, can_explore
 from spec_lsp.engine.profile import CostProfile
 
 NOTHING = "none"
@@ -40,7 +38,6 @@ TAIL = 16
 # whatever they are: deep positions get evidence from every proposal, not only from drafts that
 # were verified that far (a lookup's long drafts pay most where a long batch is cheap per token)
 HORIZON = 16
-DOCUMENTS = 256  # documents (x temperatures) whose acceptance per source is kept, least recent out
 PROBE_FIRST = 32  # rounds before a costly source is tried (again); doubled while it loses
 PROBE_MAX = 1024  # the longest interval between tries
 # trying the model may take this share of decoding time: half the policy's EXPLORE_SHARE, since
@@ -56,9 +53,8 @@ AUTO_EXPLORE_SHARE = 0.01
 class Source:
     drafter: Drafter
     free: bool  # computed every round (and scored when not chosen)
-    estimate: AcceptanceEstimate | None = (
-        None  # the current document's (see AutoDrafter.set_document)
-    )
+    # the current document's acceptance (see AutoDrafter.set_document)
+    estimate: AcceptanceEstimate | None = None
     seconds_per_step: float | None = None  # EWMA: per call (free) or per model step (model)
     chosen: int = 0
     tested: int = 0  # draft tokens compared with what the target committed
@@ -116,30 +112,21 @@ class AutoDrafter:
         self.last_choice = NOTHING
         self._pending: list[_Pending] = []  # calls whose proposals are not all scored yet
         self._document, self._language = "", ""
-        # acceptance per source, per document and temperature (as the policy's PolicyBook): a
-        # file that repeats itself must not teach auto to trust the lookups in a fresh one
-        self._books: LRUCache[str, dict[str, AcceptanceEstimate]] = LRUCache(DOCUMENTS)
-        self._by_language: dict[str, dict[str, AcceptanceEstimate]] = {}
+        # acceptance per source, per document and temperature, as the policy's: a file that
+        # repeats itself must not teach auto to trust the lookups in a fresh one
+        self._books = {s.name: PolicyBook() for s in self.sources}
 
     def set_document(self, document: str, language: str = "") -> None:
         """The document the next calls draft for: it learns its own acceptance per source, at
         first seeded from the last document of its language (a little of that evidence)."""
         self._document, self._language = document, language
 
-    def _estimates(self, temperature: float) -> dict[str, AcceptanceEstimate]:
-        key = f"{self._document}|{temperature:.2f}"
-        language = f"{self._language}|{temperature:.2f}"
-        found = self._books.get(key)
-        if found is None:
-            seed = self._by_language.get(language, {})
-            found = {
-                s.name: seed[s.name].seeded()
-                if s.name in seed
-                else AcceptanceEstimate(prior_acceptance(temperature))
-                for s in self.sources
-            }
-            self._books[key] = found
-        self._by_language[language] = found
+    def estimates(self, temperature: float) -> dict[str, AcceptanceEstimate]:
+        """Each source's acceptance in the current document at this temperature."""
+        found = {}
+        for name, book in self._books.items():
+            found[name] = book.estimate(self._document, self._language, temperature)
+            book.remember_language(self._language, temperature, found[name])
         return found
 
     def set_profile(self, profile: CostProfile | None) -> None:
@@ -149,7 +136,7 @@ class AutoDrafter:
 
     def draft(self, request: DraftRequest) -> Draft:
         self._learn(request.context)
-        estimates = self._estimates(request.sampling.temperature)
+        estimates = self.estimates(request.sampling.temperature)
         pending = _Pending(len(request.context), list(request.context[-TAIL:]), estimates)
         self._pending.append(pending)
         # speculation must beat drafting nothing by the policy's MARGIN (model error, noise)

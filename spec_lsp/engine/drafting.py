@@ -107,8 +107,8 @@ def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarr
     length = 1
     while live.size and length < cap:
         before = ends[live] - length
-        live, before = live[before >= 0], before[before >= 0]
-        live = live[context[before] == context[last - length]]
+        inside = before >= 0
+        live = live[inside][context[before[inside]] == context[last - length]]
         length += 1
         lengths[live] = length
     return ends, lengths

@@ -115,4 +115,9 @@ def test_auto_learns_each_document_apart():
     complete(engine, document="file:///b.py")
     drafter = engine._drafter_obj
     assert isinstance(drafter, AutoDrafter)
-    assert {key.split("|")[0] for key in drafter._books} == {"file:///a.py", "file:///b.py"}
+    learned = {}
+    for document in ("file:///a.py", "file:///b.py"):
+        drafter.set_document(document)
+        learned[document] = drafter.estimates(0.0)["ngram"]
+        assert sum(learned[document].passed) + sum(learned[document].failed) > 0
+    assert learned["file:///a.py"] is not learned["file:///b.py"]
