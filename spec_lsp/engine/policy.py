@@ -116,6 +116,11 @@ STRENGTH_EDGES = (2, 4, 8, 16)  # shared-context tokens: <=2, 3-4, 5-8, 9-16, mo
 # that has held for j tokens usually holds for one more (the overall estimate uses 0.85)
 BUCKET_CHAIN = 0.95
 STRENGTH_WEIGHT = 2.0  # a bucket's alpha leans on the overall alpha until it has evidence
+# evidence a run of failures has contradicted: a position that failed s times in a row (no pass
+# between) while its alpha said each failure had probability 1 - alpha is forgotten once
+# (1 - alpha)^s falls below this (a change, not bad luck: the file's next place, a sample that
+# left the pattern); its alpha then rests on those failures and the prior
+SURPRISE = 0.01
 
 
 def strength_bucket(strength: int | None) -> int | None:
@@ -135,7 +140,10 @@ class AcceptanceEstimate:
     alpha_j = P(draft token j is accepted | tokens 1..j-1 were). A round that accepts a of k
     tokens passes positions 1..a and fails position a+1; deeper positions were not tested
     (censored) and learn nothing. Untested positions fall back to a prior that shrinks with
-    depth, so long drafts must be earned by evidence, not assumed from short ones.
+    depth, so long drafts must be earned by evidence, not assumed from short ones. A position
+    whose failures in a row were improbable under its alpha forgets its older evidence
+    (SURPRISE): after twelve completions at one place of a file, the first drafts at another
+    place need not fail for eight more before the estimate follows.
     """
 
     prior: float
@@ -148,14 +156,25 @@ class AcceptanceEstimate:
     probe_seconds: float | None = None  # what the last probe cost beyond a plain round
     # per strength bucket: (passed, failed) per position, as above
     by_strength: dict[int, tuple[list[float], list[float]]] = field(default_factory=dict)
+    # failures in a row per position, overall (None) and per bucket (see SURPRISE)
+    streaks: dict[int | None, list[int]] = field(default_factory=dict)
 
     def update(self, drafted: int, accepted: int, strength: int | None = None) -> None:
         if drafted <= 0:
             return
-        _count(self.passed, self.failed, drafted, accepted, self.decay)
         bucket = strength_bucket(strength)
+        depth = min(drafted, DEPTH)
+        # what the evidence so far predicted, overall and for the bucket
+        predicted = {None: self._alphas(depth), bucket: self.alphas(depth, strength)}
+        counts: list[tuple[int | None, list[float], list[float]]] = [
+            (None, self.passed, self.failed)
+        ]
         if bucket is not None:
             passed, failed = self.by_strength.setdefault(bucket, ([0.0] * DEPTH, [0.0] * DEPTH))
+            counts.append((bucket, passed, failed))
+        for key, passed, failed in counts:
+            streak = self.streaks.setdefault(key, [0] * DEPTH)
+            _forget_if_contradicted(streak, predicted[key], passed, failed, drafted, accepted)
             _count(passed, failed, drafted, accepted, self.decay)
 
     def alphas(self, k: int, strength: int | None = None) -> list[float]:
@@ -217,6 +236,27 @@ class AcceptanceEstimate:
                 for b, (p, f) in self.by_strength.items()
             },
         )
+
+
+def _forget_if_contradicted(
+    streak: list[int],
+    alphas: list[float],
+    passed: list[float],
+    failed: list[float],
+    drafted: int,
+    accepted: int,
+) -> None:
+    """Count failures in a row at the failed position (a pass resets a position's run); when
+    the run was improbable under the position's alpha (SURPRISE), drop that position's evidence
+    but the run itself (the failure being counted makes it whole)."""
+    for j in range(min(accepted, DEPTH)):
+        streak[j] = 0
+    if accepted >= drafted or accepted >= DEPTH:
+        return
+    streak[accepted] += 1
+    if (1.0 - alphas[accepted]) ** streak[accepted] < SURPRISE:
+        passed[accepted], failed[accepted] = 0.0, float(streak[accepted] - 1)
+        streak[accepted] = 0
 
 
 def _count(passed: list[float], failed: list[float], drafted: int, accepted: int, decay: float):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from spec_lsp.engine import policy as policy_module
 from spec_lsp.engine.drafting import Draft
 from spec_lsp.engine.policy import (
     EXPLORE_SHARE,
@@ -127,6 +128,48 @@ def test_strength_buckets_separate_strong_from_weak_matches():
     assert p.choose_k(12) >= 8  # ...but a strong match is drafted long
     assert p.choose_k(1) == 0
     assert p.choose_k(None) == 0 and p.choose_k(5) == 0  # buckets without evidence: overall
+
+
+@pytest.mark.parametrize("strength", [None, 12])
+def test_a_run_of_improbable_failures_forgets_the_evidence_it_contradicts(monkeypatch, strength):
+    """Copies right to the 8th token for 40 rounds, then wrong at the 4th twice in a row: at
+    alpha ~0.95 that is a change (the file's next place), not bad luck. The 4th position forgets
+    its passes (drafts stop before it), the first three keep theirs; without the test the 4th
+    would still look safe after those two failures."""
+
+    def after_change(surprise: float) -> list[float]:
+        monkeypatch.setattr(policy_module, "SURPRISE", surprise)
+        estimate = AcceptanceEstimate(0.5)
+        for _ in range(40):
+            estimate.update(8, 8, strength)
+        assert estimate.alphas(8, strength)[3] > 0.9
+        estimate.update(8, 3, strength)
+        estimate.update(8, 3, strength)
+        return estimate.alphas(8, strength)
+
+    forgotten, kept = after_change(policy_module.SURPRISE), after_change(0.0)
+    assert forgotten[3] < 0.5 < 0.8 < kept[3]
+    assert min(forgotten[:3]) > 0.9
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.6, 0.9])
+def test_bad_luck_is_not_taken_for_a_change(monkeypatch, alpha):
+    """Stationary acceptance: the occasional improbable run barely moves the estimate."""
+
+    def mean_estimate(surprise: float) -> float:
+        monkeypatch.setattr(policy_module, "SURPRISE", surprise)
+        rng, estimate, seen = np.random.default_rng(3), AcceptanceEstimate(0.5), []
+        for _ in range(3000):
+            accepted = 0
+            while accepted < 4 and rng.random() < alpha:
+                accepted += 1
+            estimate.update(4, accepted)
+            seen.append(estimate.alphas(4)[0])
+        return float(np.mean(seen[200:]))
+
+    with_test = mean_estimate(policy_module.SURPRISE)
+    assert abs(with_test - alpha) < 0.05
+    assert abs(with_test - mean_estimate(0.0)) < 0.01
 
 
 def test_strength_buckets_lean_on_the_overall_estimate_until_they_have_evidence():
