@@ -113,9 +113,10 @@ def main(
     part: str = "all",
     reps: int | None = None,
     max_reps: int | None = None,
+    max_tokens: int | None = None,
 ) -> int:
     out.mkdir(parents=True, exist_ok=True)
-    max_tokens = 32 if quick else 48
+    max_tokens = max_tokens or (32 if quick else 48)
     reps = reps or (1 if quick else 3)
     # paired runs go on, per prompt, until known to PRECISION or max_reps (--quick: no more)
     max_reps = max(reps, max_reps or (reps if quick else MAX_REPS))
@@ -224,6 +225,12 @@ def _policies(
     )
 
 
+def rep_seed(settings: Settings, rep: int) -> int:
+    """The sampling seed of rep `rep` of every prompt and cell: `--seed` (default 0) + rep. All
+    runs of a rep share it, so a policy's ratio to no speculation compares the same draws."""
+    return (settings.seed or 0) + rep
+
+
 def _bench_pair(
     engine: Engine,
     label: str,
@@ -261,7 +268,7 @@ def _bench_pair(
                     DecodeJob(
                         prompt,
                         max_tokens,
-                        SamplingParams(temperature, 40, 0.95, seed=rep),
+                        SamplingParams(temperature, 40, 0.95, seed=rep_seed(engine.settings, rep)),
                         frozenset(),
                     ),
                     Run(label, workload, temperature, "", index, 0, 0.0, rep=rep),

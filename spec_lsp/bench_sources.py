@@ -31,6 +31,7 @@ from spec_lsp.bench import (
     policy_run,
     ratio,
     rep_names,
+    rep_seed,
     rerun_note,
     run_rep,
     same_text,
@@ -119,7 +120,7 @@ def run(
     profile = engine.ensure_profile()
     from spec_lsp.engine.loading import open_model
 
-    smol = open_model(_smol(), settings, what="draftModel")
+    smol = open_model(settings.draft_model or _smol(), settings, what="draftModel")
     cross = CrossVocabDrafter(smol, target=target)
     context = target.tokenize(PROFILE_TEXT)[:256]
     per_token, fixed, catch_up = cost_profile.measure_drafter(cross, context)
@@ -192,7 +193,7 @@ def run(
                     DecodeJob(
                         prompt,
                         max_tokens,
-                        SamplingParams(temperature, 40, 0.95, seed=rep),
+                        SamplingParams(temperature, 40, 0.95, seed=rep_seed(settings, rep)),
                         frozenset(),
                     ),
                     Run("sources", workload, temperature, "", number, 0, 0.0, rep=rep),

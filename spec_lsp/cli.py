@@ -74,7 +74,26 @@ def build_parser() -> argparse.ArgumentParser:
     _settings_flags(demo)
 
     bench = sub.add_parser("bench", help="compare speculation policies and drafters")
-    _settings_flags(bench)
+    # the bench runs every drafter, policy and temperature itself: only the flags it honors
+    bench.add_argument("--model", help="target GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
+    bench.add_argument(
+        "--draft-model",
+        help="the sources bench's draft model (default: the pulled SmolLM2-135M; the policies "
+        "bench runs SmolLM2 drafting for itself)",
+    )
+    bench.add_argument("--draft-max", type=int, help="the longest draft the policies may choose")
+    bench.add_argument(
+        "--seed",
+        type=int,
+        help="sampling seeds: rep r of every prompt and cell samples with SEED + r (default 0)",
+    )
+    bench.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        help="tokens per generation (default 48; 32 with --quick)",
+    )
+    bench.add_argument("--context-size", type=int)
+    bench.add_argument("--threads", type=int)
     bench.add_argument("--quick", action="store_true", help="fewer prompts and cells")
     bench.add_argument("--out", default="bench/out", help="directory for the table and plots")
     bench.add_argument(
@@ -138,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     from spec_lsp import commands
 
-    return commands.run(args, settings_from_args(args) if hasattr(args, "drafter") else None)
+    return commands.run(args, None if args.command == "models" else settings_from_args(args))
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
                 part=args.part,
                 reps=args.reps,
                 max_reps=args.max_reps,
+                max_tokens=args.max_tokens,
             )
     except EngineError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)

@@ -1,0 +1,52 @@
+"""The command line: the bench takes only the flags it honors, and honors them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from spec_lsp import bench, bench_sources, cli
+
+
+@pytest.mark.parametrize(
+    "flag", ["--drafter=ngram", "--temperature=0.5", "--draft-policy=fixed", "--draft-min=2"]
+)
+def test_the_bench_refuses_a_setting_it_would_ignore(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it runs every drafter, policy and temperature itself: such a flag would change nothing
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["bench", flag])
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("seed", "expected"), [(None, [0, 1, 2]), (7, [7, 8, 9])])
+def test_bench_reps_sample_from_the_given_seed(seed: int | None, expected: list[int]) -> None:
+    argv = ["bench"] + ([f"--seed={seed}"] if seed is not None else [])
+    settings = cli.settings_from_args(cli.build_parser().parse_args(argv))
+    assert [bench.rep_seed(settings, rep) for rep in range(3)] == expected
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [([], 48), (["--quick"], 32), (["--max-tokens=96"], 96), (["--quick", "--max-tokens=8"], 8)],
+)
+def test_bench_generations_are_as_long_as_asked(
+    argv: list[str], expected: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[int] = []
+
+    def fake_run(settings, prompts, max_tokens, *rest):  # type: ignore[no-untyped-def]
+        seen.append(max_tokens)
+        return ""
+
+    monkeypatch.setattr(bench_sources, "run", fake_run)
+    assert cli.main(["bench", "--part=sources", f"--out={tmp_path}", *argv]) == 0
+    assert seen == [expected]
+
+
+def test_bench_rejects_a_generation_of_no_tokens(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["bench", "--max-tokens=0"])
+    assert "expected a whole number >= 1" in capsys.readouterr().err
