@@ -29,13 +29,14 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.drafting import DraftRequest, NgramDrafter
+from spec_lsp.engine.drafting import NgramDrafter
 from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy, prior_acceptance
 from spec_lsp.engine.profile import CostProfile
 from spec_lsp.engine.speculative import (
-    SHADOW_TOKENS,
     DecodeJob,
     DecodeStats,
+    Shadows,
+    _draft,
     _score_shadows,
     generate,
 )
@@ -93,24 +94,21 @@ def collect(files: int, places: int, seed: int) -> None:
 
 
 def replay(prompt: list[int], output: list[int], policy: AdaptivePolicy) -> float:
-    """One completion replayed as the decode loop runs it with a lookup drafter: plain decoding's
-    modeled seconds over the replay's."""
+    """One completion replayed as the decode loop runs it with a lookup drafter (its own
+    `_draft`: proposal, k, shadow), a draft accepted as far as it matches `output`: plain
+    decoding's modeled seconds over the replay's."""
     profile = policy.profile
-    drafter, out, shadows, seconds = NgramDrafter(), [output[0]], [], 0.0
+    drafter, out, seconds = NgramDrafter(), [output[0]], 0.0
+    shadows: Shadows = []
+    job = DecodeJob(prompt, len(output), SamplingParams(), frozenset())
     rng = np.random.default_rng(0)
     while len(out) < len(output):
         shadows = _score_shadows(shadows, out, policy)
-        room = len(output) - len(out)
-        proposal = drafter.draft(
-            DraftRequest([*prompt, *out], min(policy.draft_max, room), SamplingParams(), rng)
-        )
-        k = min(policy.choose_k(proposal.strength), len(proposal.tokens), room)
-        accepted = 0
-        if k == 0 and proposal.tokens:
-            shadows.append((len(out), proposal.tokens[:SHADOW_TOKENS], proposal.strength))
-        elif k:
-            accepted = common_prefix_len(proposal.tokens[:k], output[len(out) : len(out) + k])
-            policy.observe(k, accepted, proposal.strength)
+        draft = _draft(drafter, policy, job, out, rng, len(output) - len(out), shadows)
+        k = len(draft.tokens)
+        accepted = common_prefix_len(draft.tokens, output[len(out) : len(out) + k])
+        if k:
+            policy.observe(k, accepted, draft.strength)
         seconds += profile.verify(k + 1) + profile.round_overhead
         out += output[len(out) : len(out) + accepted + 1]
     plain = (len(output) - 1) * (profile.verify(1) + profile.round_overhead)

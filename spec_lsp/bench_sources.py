@@ -43,8 +43,8 @@ from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine import profile as cost_profile
 from spec_lsp.engine.auto_drafter import AutoDrafter
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafting import Drafter, DraftRequest, ModelDrafter, NgramDrafter
+from spec_lsp.engine.crossvocab import CrossVocabDrafter, model_drafter
+from spec_lsp.engine.drafting import Drafter, DraftRequest, NgramDrafter
 from spec_lsp.engine.engine import PROFILE_TEXT
 from spec_lsp.engine.policy import (
     AcceptanceEstimate,
@@ -121,12 +121,8 @@ def run(
     from spec_lsp.engine.loading import open_model
 
     smol = open_model(settings.draft_model or _smol(), settings, what="draftModel")
-    # as the engine picks: a draft model sharing the target's vocabulary drafts tokens (the
-    # column keeps its name, "crossvocab": the default pair's)
-    same = smol.info.vocab_fingerprint == target.info.vocab_fingerprint
-    cross: Drafter = (
-        ModelDrafter(smol, target=target) if same else CrossVocabDrafter(smol, target=target)
-    )
+    # as the engine picks (the column keeps its name, "crossvocab": the default pair's)
+    cross = model_drafter(smol, target)
     context = target.tokenize(PROFILE_TEXT)[:256]
     per_token, fixed, catch_up = cost_profile.measure_drafter(cross, context)
     # what the engine measures at startup for `drafter = model` or `auto` with this draft model
@@ -138,7 +134,7 @@ def run(
     )
     _log(
         f"[sources] verify n/1: {profile.relative()}; {Path(smol.info.path).name} "
-        f"({'same' if same else 'cross'}-vocabulary) draft "
+        f"({'cross' if isinstance(cross, CrossVocabDrafter) else 'same'}-vocabulary) draft "
         f"{per_token * 1000:.1f} ms/token + {fixed * 1000:.1f} ms/call, catch-up "
         f"{(catch_up or 0) * 1000:.1f} ms/token "
         f"(target verify(1) {profile.verify(1) * 1000:.1f} ms)"

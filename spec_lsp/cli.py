@@ -13,9 +13,14 @@ from typing import Any
 from spec_lsp import config
 
 
-def _settings_flags(parser: argparse.ArgumentParser) -> None:
-    """Flags for the settings a command-line user changes most; the rest via SPEC_LSP_* env."""
+def _settings_flags(parser: argparse.ArgumentParser, *, per_request: bool = True) -> None:
+    """Flags for the settings a command-line user changes most; the rest via SPEC_LSP_* env.
+    `per_request`: also the drafting and sampling ones (the bench runs all of those itself)."""
     parser.add_argument("--model", help="target GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
+    parser.add_argument("--context-size", type=int)
+    parser.add_argument("--threads", type=int)
+    if not per_request:
+        return
     parser.add_argument("--draft-model", help="draft GGUF for --drafter model")
     parser.add_argument("--drafter", choices=["none", "ngram", "model"])
     parser.add_argument("--draft-policy", choices=["adaptive", "fixed"])
@@ -25,8 +30,6 @@ def _settings_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float)
     parser.add_argument("--seed", type=int)
     parser.add_argument("--max-tokens", type=int)
-    parser.add_argument("--context-size", type=int)
-    parser.add_argument("--threads", type=int)
 
 
 def settings_from_args(args: argparse.Namespace) -> config.Settings:
@@ -75,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="compare speculation policies and drafters")
     # the bench runs every drafter, policy and temperature itself: only the flags it honors
-    bench.add_argument("--model", help="target GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
+    _settings_flags(bench, per_request=False)
     bench.add_argument(
         "--draft-model",
         help="the sources bench's draft model (default: the pulled SmolLM2-135M; the policies "
@@ -92,8 +95,6 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive_int,
         help="tokens per generation (default 48; 32 with --quick)",
     )
-    bench.add_argument("--context-size", type=int)
-    bench.add_argument("--threads", type=int)
     bench.add_argument("--quick", action="store_true", help="fewer prompts and cells")
     bench.add_argument("--out", default="bench/out", help="directory for the table and plots")
     bench.add_argument(

@@ -29,7 +29,7 @@ import numpy as np
 
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, kept_by_sync, sync
-from spec_lsp.engine.drafting import Draft, DraftRequest
+from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, ModelDrafter
 from spec_lsp.engine.types import EngineError
 
 ROUND_TRIP_PROBE = "def f(x):\n    return x + 1  # one\n\n\tpass\n"
@@ -306,3 +306,11 @@ def _common_bytes(a: bytes | bytearray, b: bytes | bytearray) -> int:
         return n
     differ = np.frombuffer(a, np.uint8, n) != np.frombuffer(b, np.uint8, n)
     return int(np.argmax(differ))
+
+
+def model_drafter(draft: ModelBackend, target: ModelBackend) -> Drafter:
+    """The drafter for a draft model: token drafts when it shares the target's vocabulary, text
+    re-tokenized for the target when it does not."""
+    if draft.info.vocab_fingerprint == target.info.vocab_fingerprint:
+        return ModelDrafter(draft, target=target)
+    return CrossVocabDrafter(draft, target=target)

@@ -21,8 +21,8 @@ from spec_lsp.engine import profile as cost_profile
 from spec_lsp.engine.auto_drafter import AutoDrafter
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file, detokenize
 from spec_lsp.engine.cache import StatePool, SuggestionCache
-from spec_lsp.engine.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
+from spec_lsp.engine.crossvocab import model_drafter
+from spec_lsp.engine.drafting import Drafter, NgramDrafter
 from spec_lsp.engine.policy import PolicyBook, make_policy
 from spec_lsp.engine.speculative import DecodeJob, generate
 from spec_lsp.engine.stats import EngineTotals
@@ -404,12 +404,7 @@ class Engine:
         kind = self.settings.drafter
         model: Drafter | None = None
         if loaded.draft is not None and kind in ("model", "auto"):
-            same = loaded.draft.info.vocab_fingerprint == loaded.target.info.vocab_fingerprint
-            model = (
-                ModelDrafter(loaded.draft, target=loaded.target)
-                if same
-                else CrossVocabDrafter(loaded.draft, target=loaded.target)
-            )
+            model = model_drafter(loaded.draft, loaded.target)
         if kind == "ngram":
             return NgramDrafter()
         if kind == "workspace":

@@ -37,7 +37,7 @@ def test_bench_generations_are_as_long_as_asked(
 ) -> None:
     seen: list[int] = []
 
-    def fake_run(settings, prompts, max_tokens, *rest):  # type: ignore[no-untyped-def]
+    def fake_run(settings: object, prompts: object, max_tokens: int, *rest: object) -> str:
         seen.append(max_tokens)
         return ""
 
