@@ -20,9 +20,9 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, build_engine
 from spec_lsp.engine.backends.base import detokenize
-from spec_lsp.engine.engine import split_for_typing
-from spec_lsp.engine.policy import FixedPolicy
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.policy.adaptive import FixedPolicy
+from spec_lsp.engine.prompt import split_for_typing
 from spec_lsp.engine.types import DecodeStats, SamplingParams
 from spec_lsp.prompts import fim, window
 
@@ -61,7 +61,7 @@ def tasks(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
 
 
 def complete(engine, tokens: list[int]) -> str:
-    loaded = engine._loaded
+    loaded = engine.loaded
     stats = DecodeStats()
     job = DecodeJob(
         tokens,
@@ -88,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     engine = build_engine(Settings(drafter="none", prefix_tokens=256, suffix_tokens=96))
     engine.load()
-    target, template = engine._loaded.target, engine._loaded.template
+    target, template = engine.loaded.target, engine.loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
     scores = {"psm": 0, "split": 0}
     for n, (prefix, suffix, expected) in enumerate(tasks(args.tasks), 1):

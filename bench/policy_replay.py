@@ -29,10 +29,7 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.drafting import NgramDrafter
-from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy, prior_acceptance
-from spec_lsp.engine.profile import CostProfile
-from spec_lsp.engine.speculative import (
+from spec_lsp.engine.decode.speculative import (
     DecodeJob,
     DecodeStats,
     Shadows,
@@ -40,6 +37,10 @@ from spec_lsp.engine.speculative import (
     _score_shadows,
     generate,
 )
+from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.policy.adaptive import AdaptivePolicy, FixedPolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy.profile import CostProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "out" / "policy_replay.json"
@@ -52,7 +53,7 @@ def collect(files: int, places: int, seed: int) -> None:
     settings = Settings()
     engine = build_engine(settings.model_copy(update={"drafter": "ngram"}))
     engine.load()
-    loaded = engine._loaded
+    loaded = engine.loaded
     assert loaded is not None
     profile = engine.ensure_profile()
     rng = random.Random(seed)

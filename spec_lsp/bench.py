@@ -25,16 +25,13 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine.backends.base import ModelBackend
-from spec_lsp.engine.drafting import Drafter, ModelDrafter, NgramDrafter
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.base import Drafter
+from spec_lsp.engine.drafters.model import ModelDrafter
+from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.policy import (
-    AcceptanceEstimate,
-    AdaptivePolicy,
-    DraftPolicy,
-    FixedPolicy,
-    prior_acceptance,
-)
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.types import DecodeStats
 
 FIXED_KS = (2, 4, 8, 16)
@@ -239,7 +236,7 @@ def _bench_pair(
     reps: int,
     max_reps: int,
 ) -> list[Run]:
-    loaded = engine._loaded
+    loaded = engine.loaded
     assert loaded is not None
     drafter: Drafter = NgramDrafter()
     if label != "ngram":
@@ -578,7 +575,7 @@ def _bench_llama_cpp_python(
     from spec_lsp.engine.backends import llama as backend
 
     runs = []
-    loaded = engine._loaded
+    loaded = engine.loaded
     assert loaded is not None
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
         llm = backend.plain_llama(

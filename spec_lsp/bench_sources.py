@@ -39,23 +39,20 @@ from spec_lsp.bench import (
 )
 from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.config import Settings
-from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine
-from spec_lsp.engine import profile as cost_profile
-from spec_lsp.engine.auto_drafter import AutoDrafter
+from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine, calibrate
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.crossvocab import CrossVocabDrafter, model_drafter
-from spec_lsp.engine.drafting import Drafter, DraftRequest, NgramDrafter
-from spec_lsp.engine.engine import PROFILE_TEXT
-from spec_lsp.engine.policy import (
-    AcceptanceEstimate,
-    AdaptivePolicy,
-    DraftPolicy,
-    FixedPolicy,
-    prior_acceptance,
-)
-from spec_lsp.engine.profile import CostProfile
-from spec_lsp.engine.speculative import DecodeJob
-from spec_lsp.engine.workspace_index import WorkspaceDrafter, WorkspaceIndex
+from spec_lsp.engine.calibrate import PROFILE_TEXT
+from spec_lsp.engine.decode.speculative import DecodeJob
+from spec_lsp.engine.drafters.auto import AutoDrafter
+from spec_lsp.engine.drafters.base import Drafter, DraftRequest
+from spec_lsp.engine.drafters.choose import model_drafter
+from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
+from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy.profile import CostProfile
 
 SOURCES = ("ngram", "workspace", "crossvocab", "auto")
 PAIRED_SOURCES = frozenset({AGAIN, *SOURCES})
@@ -114,7 +111,7 @@ def run(
     of the sources that drafted, and auto's, until known to PRECISION or `max_reps`)."""
     engine = build_engine(settings.model_copy(update={"drafter": "none"}))
     engine.load()
-    loaded = engine._loaded
+    loaded = engine.loaded
     assert loaded is not None
     target = loaded.target
     profile = engine.ensure_profile()
@@ -124,7 +121,7 @@ def run(
     # as the engine picks (the column keeps its name, "crossvocab": the default pair's)
     cross = model_drafter(smol, target)
     context = target.tokenize(PROFILE_TEXT)[:256]
-    per_token, fixed, catch_up = cost_profile.measure_drafter(cross, context)
+    per_token, fixed, catch_up = calibrate.measure_drafter(cross, context)
     # what the engine measures at startup for `drafter = model` or `auto` with this draft model
     model_profile = replace(
         profile,

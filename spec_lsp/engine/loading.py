@@ -6,15 +6,45 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file
-from spec_lsp.engine.crossvocab import check_round_trip
+from spec_lsp.engine.drafters.text import check_round_trip
 from spec_lsp.engine.types import EngineError
+from spec_lsp.prompts import fim
 
 log = logging.getLogger(__name__)
 DEFAULT_TARGET = "qwen2.5-coder-1.5b"
 DEFAULT_DRAFT = "smollm2-135m"
+
+
+@dataclass
+class Loaded:
+    """The models in use and what follows from them: the FIM template and the stop tokens."""
+
+    target: ModelBackend
+    draft: ModelBackend | None
+    template: fim.FimTemplate | None
+    stop_ids: frozenset[int]
+
+    def close(self) -> None:
+        self.target.close()
+        if self.draft is not None:
+            self.draft.close()
+
+
+def open_models(settings: Settings, backend: str, report: Callable[[str], None]) -> Loaded:
+    """The target, the draft model the drafter setting asks for, the template and stop tokens.
+    Raises EngineError with the fix."""
+    target = open_target(settings, backend, report)
+    try:
+        draft = open_draft(settings, backend, target, report)
+        template = _template(settings, target)
+    except Exception:
+        target.close()
+        raise
+    return Loaded(target, draft, template, target.info.stop_ids | _end_token_ids(target, template))
 
 
 def default_path(key: str, setting: str) -> str:
@@ -103,3 +133,24 @@ def open_draft(
         draft.close()
         raise
     return draft
+
+
+def _template(settings: Settings, target: ModelBackend) -> fim.FimTemplate | None:
+    def has_token(text: str) -> bool:
+        return len(target.tokenize(text, special=True)) == 1 and len(target.tokenize(text)) > 1
+
+    try:
+        return fim.resolve(
+            settings.fim_template, has_token, target.info.architecture, target.info.name
+        )
+    except ValueError as exc:
+        raise EngineError(f"setting 'fimTemplate': {exc}") from exc
+
+
+def _end_token_ids(target: ModelBackend, template: fim.FimTemplate | None) -> frozenset[int]:
+    ids: set[int] = set()
+    for text in template.end_tokens if template else ():
+        tokens = target.tokenize(text, special=True)
+        if len(tokens) == 1:
+            ids.add(tokens[0])
+    return frozenset(ids)

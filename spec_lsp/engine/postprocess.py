@@ -193,3 +193,9 @@ def _drop_rest_of_line(text: str, ctx: _Context) -> str:
         if text.endswith(rest[:n]) and imbalance(text[:-n]) < kept:
             return text[:-n]
     return text
+
+
+def cut_at_stop_strings(text: str, stops: tuple[str, ...]) -> str:
+    """The text before the first of the request's stop strings."""
+    cut = min((text.find(s) for s in stops if s and s in text), default=-1)
+    return text if cut < 0 else text[:cut]

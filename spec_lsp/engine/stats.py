@@ -76,3 +76,10 @@ class EngineTotals:
                 "draft_length_histogram": {str(k): v for k, v in sorted(self.k_histogram.items())},
                 "cache_hits": dict(self.cache_hits),
             }
+
+
+def reuse_kind(stats: DecodeStats) -> str:
+    """How a request's prompt was served: mostly from the KV cache, or evaluated cold."""
+    if stats.prompt_tokens and stats.prompt_tokens_evaluated * 2 <= stats.prompt_tokens:
+        return "kv_prefix"
+    return "cold"

@@ -14,10 +14,10 @@ import pytest
 
 from spec_lsp.engine.backends.base import detokenize, sync
 from spec_lsp.engine.backends.llama import LlamaModel
-from spec_lsp.engine.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafting import Draft, DraftRequest
-from spec_lsp.engine.policy import FixedPolicy
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
+from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 pytestmark = [pytest.mark.real, pytest.mark.qwen]
@@ -75,7 +75,7 @@ def plain_greedy(qwen: LlamaModel, prompt: list[int]) -> tuple[list[int], int]:
     return out, len(out) if clear is None else clear
 
 
-class InStep:
+class InStep(Drafter):
     """After each draft, the draft model's cache holds the document text so far (the FIM
     prefix and what was generated) and the drafted text, less the last drafted token."""
 

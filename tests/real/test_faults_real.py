@@ -214,7 +214,7 @@ def test_chat_templates_in_the_model_are_never_rendered(smollm2_path, monkeypatc
     engine = build_engine(Settings(model=str(smollm2_path), drafter="ngram", context_size=512))
     engine.load()
     try:
-        llm = engine._loaded.target._llm  # type: ignore[union-attr]
+        llm = engine.loaded.target._llm  # type: ignore[union-attr]
         assert "tokenizer.chat_template" in llm.metadata  # the template is there to render
         assert engine.complete(request("def add(a, b):\n"), CancelToken()).text is not None
     finally:

@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 from spec_lsp.engine.backends.llama import LlamaModel
-from spec_lsp.engine.drafting import ModelDrafter, NgramDrafter
-from spec_lsp.engine.policy import FixedPolicy
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.model import ModelDrafter
+from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, EngineError, SamplingParams
 
 pytestmark = pytest.mark.real

@@ -11,14 +11,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec_lsp.engine import auto_drafter
-from spec_lsp.engine.auto_drafter import AUTO_EXPLORE_SHARE, NOTHING, AutoDrafter
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
-from spec_lsp.engine.drafting import Draft, DraftRequest
-from spec_lsp.engine.policy import AcceptanceEstimate, FixedPolicy
-from spec_lsp.engine.profile import CostProfile
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters import auto as auto_drafter
+from spec_lsp.engine.drafters.auto import AUTO_EXPLORE_SHARE, NOTHING, AutoDrafter
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
+from spec_lsp.engine.policy.adaptive import FixedPolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate
+from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 VOCAB = 24
@@ -50,7 +51,7 @@ class Clock:
         return self.now
 
 
-class Synthetic:
+class Synthetic(Drafter):
     """A source that is right, wrong, right from some round on, or silent; costing `step`
     seconds of the fake clock per token (+1) when it is a model."""
 
@@ -208,7 +209,8 @@ def test_a_first_try_is_charged_its_predicted_catch_up():
     for unseen, tried in ((5000, False), (0, True)):
         clock = Clock()
         model = Synthetic("model", "wrong", clock=clock, step=0.01)
-        model.catch_up = lambda context, unseen=unseen: unseen  # type: ignore[attr-defined]
+        model.counts_catch_up = True
+        model.catch_up = lambda context, unseen=unseen: unseen  # type: ignore[method-assign]
         auto = AutoDrafter([], model=model, profile=gpu_like(), clock=clock)
         run([7], auto, max_tokens=400)
         assert (model.calls > 0) is tried
@@ -222,7 +224,8 @@ def test_the_catch_up_is_counted_only_when_the_rest_of_a_try_fits_the_budget():
     clock = Clock()
     model = Synthetic("model", "wrong", clock=clock, step=0.01)
     counted: list[int] = []
-    model.catch_up = lambda context: counted.append(len(context)) or 0  # type: ignore[attr-defined]
+    model.counts_catch_up = True
+    model.catch_up = lambda context: counted.append(len(context)) or 0  # type: ignore[method-assign]
     auto = AutoDrafter([], model=model, profile=gpu_like(), clock=clock)
     run([7], auto, max_tokens=400)
     assert model.calls > 0
@@ -236,6 +239,8 @@ class CatchingUp(Synthetic):
         super().__init__(*args, **kw)
         self.rate, self.seen = rate, 0
         self.last_catch_up = (0, 0.0)
+
+    counts_catch_up = True
 
     def catch_up(self, context: Sequence[int]) -> int:
         return len(context) - self.seen
@@ -282,7 +287,7 @@ def test_shadow_requests_never_run_the_model():
 
 
 def test_a_proposal_not_chosen_is_scored_at_its_horizon_and_censored_there(monkeypatch):
-    class Fixed:
+    class Fixed(Drafter):
         name = "fixed"
 
         def draft(self, request: DraftRequest) -> Draft:
@@ -330,7 +335,7 @@ def test_a_model_that_declines_to_draft_is_learned_as_not_paying():
     assert auto.sources[-1].estimate.alphas(1)[0] < 0.2
 
 
-class Switch:
+class Switch(Drafter):
     """A lookup that proposes the target's continuation while `right`, else a wrong one."""
 
     name = "lookup"

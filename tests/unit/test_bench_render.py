@@ -36,9 +36,9 @@ from spec_lsp.bench import (
 )
 from spec_lsp.bench_sources import render as render_sources
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
-from spec_lsp.engine.drafting import NgramDrafter
-from spec_lsp.engine.policy import FixedPolicy
-from spec_lsp.engine.speculative import DecodeJob
+from spec_lsp.engine.decode.speculative import DecodeJob
+from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import SamplingParams
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import Cancelled, CancelToken, CompletionRequest, build_engine
-from spec_lsp.engine.engine import split_for_typing
+from spec_lsp.engine.prompt import split_for_typing
 
 SUFFIX = "\n\nprint(foo(3))\n"
 
@@ -26,7 +26,7 @@ def req(prefix: str, suffix: str = SUFFIX, doc: str = "file:///a.py") -> Complet
 
 
 def evaluated(engine) -> int:
-    return engine._loaded.target.evaluated
+    return engine.loaded.target.evaluated
 
 
 def test_typed_through_is_answered_without_the_model(engine):
@@ -92,14 +92,14 @@ def test_cancel_in_the_middle_of_a_cached_continuation(engine):
     token = CancelToken()
     rounds = []
 
-    def cancel_after_first_round(out):
-        rounds.append(len(out))
+    def cancel_after_first_round(request, produced):
+        rounds.append(produced)
         token.cancel("newer request")
 
-    engine._track = lambda request, target, out, healed: cancel_after_first_round(out)
+    engine.in_flight.track = cancel_after_first_round
     with pytest.raises(Cancelled):
         engine.complete(req(prefix + "o"), token)
-    del engine._track
+    del engine.in_flight.track
     assert rounds  # it was cancelled between rounds, not before starting
     engine.suggestions.clear()
     assert engine.complete(req(prefix + "o"), CancelToken()).text == expected[1:]
@@ -109,10 +109,10 @@ def test_in_flight_generation_is_extended_not_cancelled(engine):
     prefix = "import sys\n\ndef fo"
     seen = []
 
-    original = engine._track
+    original = engine.in_flight.track
 
-    def probe(request, target, out, healed):
-        original(request, target, out, healed)
+    def probe(request, produced):
+        original(request, produced)
         seen.append(
             (
                 engine.extends_in_flight(req(prefix + "o(")),
@@ -120,7 +120,7 @@ def test_in_flight_generation_is_extended_not_cancelled(engine):
             )
         )
 
-    engine._track = probe
+    engine.in_flight.track = probe
     engine.complete(req(prefix), CancelToken())
     assert any(extends for extends, _ in seen)
     assert not any(other for _, other in seen)

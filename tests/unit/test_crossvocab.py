@@ -21,16 +21,16 @@ from spec_lsp.engine.backends.fake import (
     FakeModel,
     hashed_noise,
 )
-from spec_lsp.engine.crossvocab import (
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
+from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafters.text import (
     ContextText,
-    CrossVocabDrafter,
     check_round_trip,
     complete_utf8,
     text_to_target,
 )
-from spec_lsp.engine.drafting import Draft, DraftRequest
-from spec_lsp.engine.policy import FixedPolicy
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, EngineError, SamplingParams
 
 CHARS = "abcxy ():=\n\té→日"
@@ -161,7 +161,7 @@ def plain_greedy(prompt: list[int], max_tokens: int) -> list[int]:
     return out
 
 
-class InStep:
+class InStep(Drafter):
     """Wraps the drafter: after every call the draft cache holds exactly the target's text (as
     draft tokens) and the drafted text, less the last drafted token (never evaluated)."""
 

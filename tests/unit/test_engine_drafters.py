@@ -7,8 +7,8 @@ import pytest
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
-from spec_lsp.engine.auto_drafter import AutoDrafter
-from spec_lsp.engine.workspace_index import WorkspaceDrafter
+from spec_lsp.engine.drafters.auto import AutoDrafter
+from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
 
 # the fake model continues the corpus; a workspace document that holds it predicts it
 OTHER = (
@@ -55,9 +55,9 @@ def test_the_index_follows_changes_and_closes():
 
 
 def test_oversized_documents_are_not_indexed(monkeypatch):
-    from spec_lsp.engine import engine as engine_module
+    from spec_lsp.engine.drafters import choose
 
-    monkeypatch.setattr(engine_module, "MAX_INDEXED_CHARS", 100)
+    monkeypatch.setattr(choose, "MAX_INDEXED_CHARS", 100)
     engine = engine_with("workspace")
     engine.document_changed("file:///other.py", OTHER)
     complete(engine)
@@ -79,7 +79,7 @@ def test_the_cursor_position_itself_is_not_a_match():
     engine = engine_with("workspace")
     source = PREFIX + "        pass  # suffix\n"
     engine.document_changed("file:///mine.py", source)
-    drafter = engine._drafter_for(engine._loaded, CompletionRequest(PREFIX, "", "file:///mine.py"))
+    drafter = engine.sources.for_request(CompletionRequest(PREFIX, "", "file:///mine.py"), None)
     assert isinstance(drafter, WorkspaceDrafter)
     assert drafter.cursor == len(PREFIX) and drafter.document_id == "file:///mine.py"
 
@@ -93,7 +93,7 @@ def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
     for _ in range(3):
         result = complete(engine)
         assert result.text == plain.text
-    assert isinstance(engine._drafter_obj, AutoDrafter)
+    assert isinstance(engine.sources.drafter, AutoDrafter)
     sources = engine.stats()["draft_sources"]
     assert {"ngram", "workspace", "model"} <= set(sources)
     if with_other:
@@ -104,16 +104,16 @@ def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
 def test_changing_the_drafter_setting_rebuilds_it():
     engine = engine_with("ngram")
     engine.update_settings(engine.settings.model_copy(update={"drafter": "auto"}))
-    assert isinstance(engine._drafter_obj, AutoDrafter)
+    assert isinstance(engine.sources.drafter, AutoDrafter)
     engine.update_settings(engine.settings.model_copy(update={"drafter": "workspace"}))
-    assert isinstance(engine._drafter_obj, WorkspaceDrafter)
+    assert isinstance(engine.sources.drafter, WorkspaceDrafter)
 
 
 def test_auto_learns_each_document_apart():
     engine = engine_with("auto")
     complete(engine, document="file:///a.py")
     complete(engine, document="file:///b.py")
-    drafter = engine._drafter_obj
+    drafter = engine.sources.drafter
     assert isinstance(drafter, AutoDrafter)
     learned = {}
     for document in ("file:///a.py", "file:///b.py"):

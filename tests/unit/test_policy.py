@@ -5,17 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_lsp.engine import policy as policy_module
-from spec_lsp.engine.drafting import Draft
-from spec_lsp.engine.policy import (
-    EXPLORE_SHARE,
-    MARGIN,
-    AcceptanceEstimate,
-    AdaptivePolicy,
-    expected_tokens,
-    prior_acceptance,
-)
-from spec_lsp.engine.profile import CostProfile, measure_drafter
+from spec_lsp.engine.calibrate import measure_drafter
+from spec_lsp.engine.drafters.base import Draft, Drafter
+from spec_lsp.engine.policy import estimate as policy_module
+from spec_lsp.engine.policy.adaptive import EXPLORE_SHARE, MARGIN, AdaptivePolicy, expected_tokens
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy.profile import CostProfile
 
 GPU_LIKE = CostProfile({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5})
 THIS_CPU = CostProfile({1: 1.0, 2: 1.7, 4: 2.7, 8: 7.0, 16: 14.0, 32: 28.0})  # Qwen-1.5B, 2 threads
@@ -250,8 +245,9 @@ def test_the_profile_measures_a_draft_models_catch_up_rate():
     """`measure_drafter` times a catch-up on half the context the model has not seen, from what
     the drafter reports; a drafter that reports none (a lookup) gets None."""
 
-    class Model:
+    class Model(Drafter):
         name = "model"
+        counts_catch_up = True
 
         def __init__(self) -> None:
             self.seen = 0
@@ -263,7 +259,7 @@ def test_the_profile_measures_a_draft_models_catch_up_rate():
             self.seen = len(request.context)
             return Draft([1] * request.max_tokens)
 
-    class Lookup:
+    class Lookup(Drafter):
         name = "lookup"
 
         def draft(self, request):

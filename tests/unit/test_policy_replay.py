@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, prior_acceptance
-from spec_lsp.engine.profile import CostProfile
+from spec_lsp.engine.policy.adaptive import AdaptivePolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy.profile import CostProfile
 
 _spec = importlib.util.spec_from_file_location(
     "policy_replay", Path(__file__).parents[2] / "bench" / "policy_replay.py"

@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
-from spec_lsp.engine.drafting import Draft, DraftRequest, ModelDrafter, NgramDrafter
-from spec_lsp.engine.policy import AcceptanceEstimate, AdaptivePolicy, FixedPolicy
-from spec_lsp.engine.profile import CostProfile
-from spec_lsp.engine.speculative import DecodeJob, generate, verify
+from spec_lsp.engine.decode.speculative import DecodeJob, generate, verify
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
+from spec_lsp.engine.drafters.model import ModelDrafter
+from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.policy.adaptive import AdaptivePolicy, FixedPolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate
+from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.types import Cancelled, CancelToken, DecodeStats, SamplingParams
 
 VOCAB = 24
@@ -47,7 +50,7 @@ def plain_greedy(prompt: list[int], max_tokens: int) -> list[int]:
     return out
 
 
-class ScriptedDrafter:
+class ScriptedDrafter(Drafter):
     """Adversarial drafters: proposals drawn by hypothesis, right or wrong."""
 
     name = "scripted"
@@ -301,12 +304,12 @@ def test_ngram_lookup_follows_its_rule_on_any_context(context, k, max_ngram, max
         assert draft.strength == strength
 
 
-class StrengthLookup:
+class StrengthLookup(Drafter):
     """A lookup that is right (the target's greedy continuation) when its match is strong and
     wrong when it is weak; every other round is weak."""
 
     name = "lookup"
-    proposes_first = True
+    free = True
 
     def __init__(self) -> None:
         self.oracle = fake_target()
@@ -377,7 +380,7 @@ def test_a_draft_calls_catch_up_on_new_context_is_not_reported_as_its_cost():
     """After a keystroke the draft model first evaluates the new text (here 100 tokens, 50 ms):
     the draft cost the policy calibrates from is the call without that catch-up."""
 
-    class CatchingUp:
+    class CatchingUp(Drafter):
         name = "model"
 
         def __init__(self) -> None:
@@ -419,7 +422,7 @@ def test_a_drafter_that_keeps_declining_is_learned_as_one_that_does_not_pay():
     call costs time: a declined position counts as rejected, so the policy stops asking every
     round (it probes now and then instead), and the call's time calibrates the draft cost."""
 
-    class Declining:
+    class Declining(Drafter):
         name = "model"
 
         def __init__(self) -> None:

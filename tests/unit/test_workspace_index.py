@@ -10,11 +10,12 @@ from hypothesis import strategies as st
 
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import CORPUS, FIM_MID, FIM_PRE, FIM_SUF, corpus_model
-from spec_lsp.engine.drafting import DraftRequest
-from spec_lsp.engine.policy import FixedPolicy
-from spec_lsp.engine.speculative import DecodeJob, generate
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.base import DraftRequest
+from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
+from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex, split_lines
+from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
-from spec_lsp.engine.workspace_index import WorkspaceDrafter, WorkspaceIndex, split_lines
 
 HELPER = "def helper(values):\n    total = sum(v * 2 for v in values)\n    return total\n"
 

@@ -26,9 +26,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.policy import MARGIN, AcceptanceEstimate, PolicyBook, can_explore
-from spec_lsp.engine.profile import CostProfile
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
+from spec_lsp.engine.policy.adaptive import MARGIN, can_explore
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, PolicyBook
+from spec_lsp.engine.policy.profile import CostProfile
 
 NOTHING = "none"
 DECLINED = -1  # scored after a model's draft that stopped short: never what the target commits
@@ -88,10 +89,11 @@ class _Pending:
     chosen: str = NOTHING  # the source whose draft was verified
 
 
-class AutoDrafter:
+class AutoDrafter(Drafter):
     name = "auto"
-    proposes_first = True  # asked every round with the policy's draft_max...
-    sizes_itself = True  # ...and the length it returns is its choice (per source, as the policy)
+    # asked every round with the policy's draft_max, and the length it returns is its choice
+    # (per source, as the policy would choose it)
+    sizes_itself = True
 
     def __init__(
         self,
@@ -200,7 +202,7 @@ class AutoDrafter:
         draft and the larger batch; for a model that cannot count its catch-up, at least
         what its last try cost (catch-up included)."""
         predicted = self._draft_cost(source, n) + self._verify(n + 1) - self._verify(1)
-        if getattr(source.drafter, "catch_up", None) is None:
+        if not source.drafter.counts_catch_up:
             return max(predicted, source.probe_seconds or 0.0)
         return predicted
 
@@ -209,14 +211,13 @@ class AutoDrafter:
         prompt is mostly that): tokens to catch up x the rate measured on its earlier calls
         (or in the profile at startup); without either, priced as drafted tokens (a batch is
         cheaper per token: this errs towards trying less)."""
-        counter = getattr(source.drafter, "catch_up", None)
-        if counter is None:
+        if not source.drafter.counts_catch_up:
             return 0.0
         rate = source.catch_up_rate
         if rate is None:  # the profile's (measured at startup), else a drafted token's
             step = self._draft_cost(source, 0)
             rate = self.profile.catch_up_rate(step) if self.profile is not None else step
-        return counter(request.context) * rate
+        return source.drafter.catch_up(request.context) * rate
 
     def _could_pay(self, source: Source, k: int) -> bool:
         """Would this source beat drafting nothing if nearly every token were accepted? A draft

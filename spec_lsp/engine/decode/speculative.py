@@ -15,8 +15,8 @@ import numpy as np
 
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ModelBackend, sync
-from spec_lsp.engine.drafting import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.policy import DraftPolicy
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
+from spec_lsp.engine.policy.adaptive import DraftPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 Shadows = list[tuple[int, list[int], int | None]]  # (position in out, proposal, strength)
@@ -127,7 +127,7 @@ def generate(
             model_seconds += drafting
             stats.draft_seconds += drafting
             calibrates = draft.tokens or draft.short  # (a declined call cost time too)
-            if calibrates and not getattr(drafter, "sizes_itself", False):  # (auto: its own)
+            if calibrates and not drafter.sizes_itself:  # (auto: its own)
                 caught = catch_up_of(drafter)  # new context after a keystroke: not a draft cost
                 policy.observe_draft(len(draft.tokens), drafting - (caught[1] if caught else 0.0))
         t = time.perf_counter()
@@ -166,12 +166,12 @@ def _draft(
     and the policy sizes it from the proposal's match strength; a proposal not verified is kept
     as a shadow and scored later. A costly drafter drafts only the k the policy chose."""
     context = list(job.prompt) + out
-    if getattr(drafter, "proposes_first", False):
+    if drafter.free or drafter.sizes_itself:
         limit = min(policy.draft_max, room)
         if limit <= 0:
             return Draft([])
         proposal = drafter.draft(DraftRequest(context, limit, job.sampling, rng))
-        if getattr(drafter, "sizes_itself", False):
+        if drafter.sizes_itself:
             return proposal
         k = min(policy.choose_k(proposal.strength), len(proposal.tokens), room)
         if k == 0:
@@ -180,8 +180,8 @@ def _draft(
             return Draft([])
         probs = proposal.probs[:k] if proposal.probs is not None else None
         return Draft(proposal.tokens[:k], probs, proposal.strength)
-    counter = getattr(drafter, "catch_up", None)
-    k = min(policy.choose_k(catch_up=(lambda: counter(context)) if counter else None), room)
+    counted = (lambda: drafter.catch_up(context)) if drafter.counts_catch_up else None
+    k = min(policy.choose_k(catch_up=counted), room)
     shadow = k == 0
     if shadow and policy.shadow_k() <= 0:
         return Draft([])

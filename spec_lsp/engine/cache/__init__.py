@@ -1,0 +1,1 @@
+"""What outlives a request: suggestions, saved KV states, continuations, in-flight work."""

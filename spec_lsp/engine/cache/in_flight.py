@@ -1,0 +1,30 @@
+"""The generation running now and the text it has produced so far: a request that only typed
+what that generation already wrote is answered by it (the server lets it finish) instead of
+cancelling it and starting again."""
+
+from __future__ import annotations
+
+from spec_lsp.engine.types import CompletionRequest
+
+
+class InFlight:
+    def __init__(self) -> None:
+        self._running: tuple[CompletionRequest, str] | None = None
+
+    def track(self, request: CompletionRequest, produced: str) -> None:
+        """After each decode round: the text committed so far for `request`."""
+        self._running = (request, produced)
+
+    def clear(self) -> None:
+        self._running = None
+
+    def extended_by(self, request: CompletionRequest) -> bool:
+        running = self._running
+        if running is None:
+            return False
+        old, produced = running
+        if (old.document_id, old.suffix) != (request.document_id, request.suffix):
+            return False
+        if not request.prefix.startswith(old.prefix):
+            return False
+        return produced.startswith(request.prefix[len(old.prefix) :])

