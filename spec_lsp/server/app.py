@@ -1,213 +1,22 @@
-"""build_server(settings, engine) -> the language server; serve() runs it over stdio or TCP."""
+"""build_server(settings, engine) -> the language server with its features; serve() runs it
+over stdio or TCP."""
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import ipaddress
 import logging
-import os
 import sys
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
 
 from lsprotocol import types as lsp
-from pygls.lsp.server import LanguageServer
-from pygls.workspace import TextDocument
 
-from spec_lsp import __version__, config
 from spec_lsp.config import Settings
-from spec_lsp.engine import Engine, EngineError, build_engine, loading
+from spec_lsp.engine import Engine, build_engine
 from spec_lsp.server import handlers
-from spec_lsp.server.protocol import SpecProtocol
-from spec_lsp.server.scheduler import Scheduler
+from spec_lsp.server.language_server import SpecLanguageServer
 
 log = logging.getLogger(__name__)
-DOCUMENT_METHOD = "specLsp/document"
-CLIENT_TIMEOUT_S = 5.0  # how long to wait for the client's answer to our own requests
-MODEL_WATCH_S = 1.0  # how often the model files are checked for changes on disk
-FileIdentity = tuple[int, int, int] | None  # inode, size, mtime; None: no such file
-
-
-class SpecLanguageServer(LanguageServer):
-    def __init__(self, settings: Settings, engine: Engine) -> None:
-        super().__init__("spec-lsp", __version__, protocol_cls=SpecProtocol)
-        self.settings = settings
-        self.scheduler = Scheduler(engine, debounce_s=settings.debounce_ms / 1000)
-        self.load_error: str | None = None
-        self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
-        self._watcher: asyncio.Task[None] | None = None
-
-    def report_server_error(self, error: Exception, source: Any) -> None:
-        """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
-        log.error("protocol error from %s: %s", getattr(source, "__name__", source), error)
-
-    def document_for(self, uri: str) -> TextDocument | None:
-        """The open document to complete in, or None: unknown documents, documents over
-        maxDocumentChars and `enable: false` get empty answers, not errors."""
-        if not self.settings.enable:
-            return None
-        document = self.workspace.text_documents.get(unquote(uri))  # pygls keys them unquoted
-        if document is None:
-            log.info("request for a document that is not open: %s", uri)
-        elif len(document.source) > self.settings.max_document_chars:
-            log.info("%s is longer than maxDocumentChars: no completions", uri)
-            return None
-        return document
-
-    def tell(self, message: str, kind: lsp.MessageType = lsp.MessageType.Warning) -> None:
-        log.warning("%s", message)
-        self.window_show_message(lsp.ShowMessageParams(type=kind, message=f"spec-lsp: {message}"))
-
-    # -- settings ----------------------------------------------------------------------------
-    def configure(self, changes: Mapping[str, Any], *, origin: str) -> bool:
-        """Take the valid settings in `changes`. Each invalid one is reported and keeps its
-        previous value; unknown keys are logged. Returns whether the settings changed."""
-        new, errors, unknown = merge_valid(self.settings, changes)
-        for key in unknown:
-            log.warning("unknown setting %r in %s ignored", key, origin)
-        if errors:
-            self.tell(f"{'; '.join(errors)}. Keeping the previous value of each.")
-        changed, self.settings = new != self.settings, new
-        self.scheduler.debounce_s = new.debounce_ms / 1000
-        return changed
-
-    async def apply_settings(self, changes: Mapping[str, Any]) -> None:
-        if self.configure(changes, origin="workspace/didChangeConfiguration"):
-            await self.update_engine()
-
-    async def pull_settings(self, section: str) -> Any:
-        """Ask a client that supports workspace/configuration for our section (None if not)."""
-        caps = self.client_capabilities.workspace
-        if not (caps and caps.configuration):
-            return None
-        items = [lsp.ConfigurationItem(section=section)]
-        try:
-            answer = await asyncio.wait_for(
-                self.workspace_configuration_async(lsp.ConfigurationParams(items=items)),
-                CLIENT_TIMEOUT_S,
-            )
-        except Exception as exc:  # the client failed or did not answer: nothing to apply
-            log.warning("workspace/configuration failed: %r", exc)
-            return None
-        return answer[0] if answer else None
-
-    # -- the engine: load and reload on the engine thread ------------------------------------
-    async def update_engine(self, *, reload: bool = False) -> None:
-        """Load the models (showing $/progress when the client supports it), or hand the engine
-        new settings. A failure is shown once; the server keeps answering, empty."""
-        settings, engine = self.settings, self.scheduler.engine
-        token = None if engine.ready and not reload else await self._begin_progress("loading")
-        report = self._reporter(token)
-        try:
-            await self.scheduler.run(lambda: self._load_or_update(settings, report, reload))
-            self.load_error = None
-        except EngineError as exc:
-            self.load_error = str(exc)
-            self.tell(str(exc), lsp.MessageType.Error)
-        finally:
-            if token is not None:
-                done = lsp.WorkDoneProgressEnd(message="ready" if engine.ready else "failed")
-                self.work_done_progress.end(token, done)
-            self._watch_models(settings)
-
-    def _load_or_update(
-        self, settings: Settings, report: Callable[[str], None], reload: bool = False
-    ) -> None:
-        """On the engine thread."""
-        engine = self.scheduler.engine
-        if engine.ready and not reload:
-            engine.update_settings(settings)  # reloads only when the model settings changed
-        else:
-            engine.settings = settings
-            engine.load(progress=report)
-        if settings.draft_policy == "adaptive" and settings.drafter != "none":
-            if engine.profile is None:
-                report("measuring this machine's costs")
-                engine.ensure_profile()
-
-    # -- model files replaced on disk: reload ----------------------------------------------------
-    def _watch_models(self, settings: Settings) -> None:
-        """Remember the model files as the last load found them (missing ones too: a file that
-        appears, is replaced or is repaired is loaded), and watch them."""
-        paths = loading.model_paths(settings, self.scheduler.engine.backend)
-        self._model_files = {path: file_identity(path) for path in paths}
-        if self._watcher is None and not self.scheduler.closed:
-            self._watcher = asyncio.get_running_loop().create_task(self._watch())
-
-    async def _watch(self) -> None:
-        """Reload when a model file has changed and then stayed the same for MODEL_WATCH_S (a
-        copy in progress is waited for). The models are read into memory, so the old ones keep
-        serving until then."""
-        seen: dict[str, FileIdentity] = {}
-        while not self.scheduler.closed:
-            await asyncio.sleep(MODEL_WATCH_S)
-            now = {path: file_identity(path) for path in self._model_files}
-            changed = [p for p, was in self._model_files.items() if now[p] != was]
-            if changed and all(seen.get(p) == now[p] for p in changed):
-                self.tell(f"{changed[0]} changed on disk: reloading", lsp.MessageType.Info)
-                await self.update_engine(reload=True)
-            seen = now
-
-    async def _begin_progress(self, message: str) -> str | None:
-        caps = self.client_capabilities.window
-        if not (caps and caps.work_done_progress):
-            return None
-        token = str(uuid.uuid4())
-        try:  # progress may be reported only once the client has accepted the token
-            await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_TIMEOUT_S)
-        except Exception as exc:
-            log.info("no progress reports: window/workDoneProgress/create failed: %r", exc)
-            return None
-        begin = lsp.WorkDoneProgressBegin(title="spec-lsp", message=message)
-        self.work_done_progress.begin(token, begin)
-        return token
-
-    def _reporter(self, token: str | None) -> Callable[[str], None]:
-        """A progress callback for the engine thread (pygls is not thread-safe: the writes are
-        handed to the event loop)."""
-        loop = asyncio.get_running_loop()
-
-        def report(message: str) -> None:
-            log.info("%s", message)
-            if token is not None:
-                value = lsp.WorkDoneProgressReport(message=message)
-                loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
-
-        return report
-
-
-def file_identity(path: str) -> FileIdentity:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return stat.st_ino, stat.st_size, stat.st_mtime_ns
-
-
-def merge_valid(
-    base: Settings, changes: Mapping[str, Any]
-) -> tuple[Settings, list[str], list[str]]:
-    """config.merge, except that the valid changes apply even when others are invalid."""
-    new, errors, unknown = config.merge(base, changes)
-    if errors:
-        valid = {k: v for k, v in changes.items() if not config.merge(base, {k: v})[1]}
-        new = config.merge(base, valid)[0]
-    return new, errors, unknown
-
-
-def document_digest(ls: SpecLanguageServer, params: Any) -> dict[str, Any] | None:
-    """specLsp/document {uri}: the server's view of an open document (version, length in code
-    points, sha256 of its UTF-8 text), to check it against the editor's; None if not open."""
-    uri = params.get("uri") if isinstance(params, Mapping) else getattr(params, "uri", None)
-    document = ls.workspace.text_documents.get(unquote(uri)) if isinstance(uri, str) else None
-    if document is None:
-        return None
-    text = document.source
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return {"uri": uri, "version": document.version, "length": len(text), "sha256": digest}
 
 
 def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
@@ -226,7 +35,7 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
         (lsp.TEXT_DOCUMENT_DID_CHANGE, None, handlers.document_changed),
         (lsp.TEXT_DOCUMENT_DID_CLOSE, None, handlers.document_closed),
         (handlers.STATS_METHOD, None, handlers.stats),
-        (DOCUMENT_METHOD, None, document_digest),
+        (handlers.DOCUMENT_METHOD, None, handlers.document_digest),
         (lsp.SHUTDOWN, None, handlers.shutdown),
     ]
     for method, options, handler in features:

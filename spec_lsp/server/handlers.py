@@ -1,24 +1,25 @@
 """Thin handlers, each the same three steps: translate in, call, translate out.
 
-They receive the server as a parameter; app.build_server registers them.
+They receive the server (language_server.SpecLanguageServer) as a parameter;
+app.build_server registers them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 
 from spec_lsp.server import convert
-
-if TYPE_CHECKING:
-    from spec_lsp.server.app import SpecLanguageServer
+from spec_lsp.server.language_server import SpecLanguageServer
 
 log = logging.getLogger(__name__)
 STATS_METHOD = "specLsp/stats"
+DOCUMENT_METHOD = "specLsp/document"
 SECTION = "specLsp"
 
 
@@ -88,6 +89,18 @@ def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
     engine = ls.scheduler.engine
     server = {"ready": engine.ready, "load_error": ls.load_error}
     return {**engine.stats(), **ls.scheduler.stats(), **server}
+
+
+def document_digest(ls: SpecLanguageServer, params: Any) -> dict[str, Any] | None:
+    """specLsp/document {uri}: the server's view of an open document (version, length in code
+    points, sha256 of its UTF-8 text), to check it against the editor's; None if not open."""
+    uri = params.get("uri") if isinstance(params, Mapping) else getattr(params, "uri", None)
+    document = ls.workspace.text_documents.get(unquote(uri)) if isinstance(uri, str) else None
+    if document is None:
+        return None
+    text = document.source
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return {"uri": uri, "version": document.version, "length": len(text), "sha256": digest}
 
 
 def shutdown(ls: SpecLanguageServer, params: Any) -> None:

@@ -14,7 +14,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from spec_lsp.server.app import MODEL_WATCH_S
+from spec_lsp.server.language_server import MODEL_WATCH_S
 from tests.e2e.conftest import inline, open_doc, server_config, start, wait_ready
 from tests.e2e.test_robustness import poll
 from tests.e2e.test_settings import nth_message

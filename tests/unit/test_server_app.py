@@ -7,8 +7,9 @@ from lsprotocol import types as lsp
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import build_engine
-from spec_lsp.server.app import build_server, is_loopback, merge_valid
+from spec_lsp.server.app import build_server, is_loopback
 from spec_lsp.server.handlers import settings_section
+from spec_lsp.server.language_server import merge_valid
 
 
 def test_valid_settings_apply_even_when_others_are_invalid():
