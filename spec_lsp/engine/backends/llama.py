@@ -3,6 +3,9 @@
 Loads a GGUF with `Llama` (weights, context, tokenizer), then drives `llama_decode` directly with
 its own batch so logits are computed only for the rows the decode loop asks for (no
 `logits_all`), and trims the KV cache with `llama_memory_seq_rm` when drafts are rejected.
+
+Longer than most modules (~360 lines) by design: it is the one place that may import llama_cpp,
+so the plain llama-cpp-python baseline the benchmarks compare against lives here too.
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ source, seeded from the last document of its language, as the policy's estimates
 model not chosen for a while is tried again now and then, less often while trials do not win,
 and never so often that trying (its catch-up included, predicted before the first try) takes
 more than AUTO_EXPLORE_SHARE (1%) of decoding time.
+
+(~330 lines: choosing, scoring and trying sources are one learning loop over shared state.)
 """
 
 from __future__ import annotations

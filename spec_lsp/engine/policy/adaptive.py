@@ -4,7 +4,7 @@ With per-token acceptance probability alpha, a draft of k tokens yields on avera
     E[tokens | k] = (1 - alpha^(k+1)) / (1 - alpha)        (accepted drafts + the target's own)
 for one draft of k tokens plus one target pass over k+1 tokens, so the policy picks
     k* = argmax_k  E[tokens | k] / (draft_cost(k) + verify_cost(k+1)),   k = 0 allowed,
-with verify_cost measured on this machine (profile.py). When k = 0 wins, it still probes with a
+with verify_cost measured on this machine (policy/profile.py). When k = 0 wins, it still probes with a
 short draft now and then (backing off while probes fail) so speculation returns when it pays.
 """
 
