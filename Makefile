@@ -33,7 +33,7 @@ test: models lint typecheck
 	SPEC_LSP_REQUIRE_MODELS=1 $(VENV)/bin/pytest -q -ra --durations=10
 
 replay: models
-	$(PY) bench/replay.py
+	$(PY) -m spec_lsp.bench.replay
 
 bench: models
 	$(SPEC) bench

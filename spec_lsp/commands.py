@@ -48,8 +48,8 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
         if args.command == "profile":
             return _profile(settings)
         if args.command == "bench":
-            from spec_lsp.bench import main as bench_main
-            from spec_lsp.bench import rerender
+            from spec_lsp.bench.command import main as bench_main
+            from spec_lsp.bench.command import rerender
 
             if args.rerender:
                 return rerender(Path(args.out), args.part)

@@ -3,38 +3,39 @@
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import replace
 
 import pytest
 
-from spec_lsp.bench import (
+from spec_lsp.bench.command import rerender
+from spec_lsp.bench.common import (
     AGAIN,
-    FIXED_KS,
     MAX_REPS,
     MIN_PAIRS,
     PAIRED,
     PRECISION,
-    RERUNS,
     Run,
-    _pick_policy,
-    cpu_ticks,
     digest,
     known,
     pair_logs,
-    policy_run,
     ratio,
-    render,
+    read_results,
     rep_names,
-    rerender,
-    rerun_note,
     same_text,
     schedule,
+    write_results,
+)
+from spec_lsp.bench.policies import FIXED_KS, _pick_policy, render
+from spec_lsp.bench.sources import render as render_sources
+from spec_lsp.bench.timing import (
+    RERUNS,
+    cpu_ticks,
+    policy_run,
+    rerun_note,
     steady,
     stolen,
     wait_for_quiet,
 )
-from spec_lsp.bench_sources import render as render_sources
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
 from spec_lsp.engine.decode.speculative import DecodeJob
 from spec_lsp.engine.drafters.ngram import NgramDrafter
@@ -124,7 +125,7 @@ def test_the_schedule_puts_a_baseline_right_before_each_paired_policy(rep):
 
 def test_rerender_draws_the_tables_again_from_saved_runs(tmp_path, capsys):
     runs = runs_for("none", 4.0) + runs_for("adaptive", 2.0)
-    (tmp_path / "bench.json").write_text(json.dumps([r.__dict__ for r in runs]))
+    write_results(tmp_path / "bench.json.gz", [r.__dict__ for r in runs])
     assert rerender(tmp_path, "policies") == 0
     assert "| repeat | 0.5 | 12.00 |" in (tmp_path / "bench.md").read_text()
     assert "| repeat | 0.5 | 12.00 |" in capsys.readouterr().out
@@ -314,3 +315,24 @@ def test_plain_llama_timing_counts_tokens_not_the_closing_chunk(monkeypatch):
     assert llama.timed_completion(
         _StreamingLlama([], clock, 0.5, 7.0), [1], max_tokens=5, temperature=0.0
     ) == (0, 0.0)
+
+
+def test_raw_results_are_saved_gzip_compressed_and_read_back(tmp_path, capsys):
+    """Both parts' raw runs are `.json.gz` files: the sources table is drawn again from one."""
+    runs = []
+    for rep in range(2):
+        runs.append(Run("sources", "prose", 0.0, "none", 0, 49, 4.0, rep=rep, baseline="auto"))
+        runs.append(Run("sources", "prose", 0.0, "auto", 0, 49, 2.0, 3, 2, rep=rep))
+    saved = {
+        "runs": [r.__dict__ for r in runs],
+        "auto": {"prose T=0.0": {"ngram": {"chosen": 7.0}}},
+        "acceptance": {"prose": {"ngram": {"coverage": 0.5, "acceptance": 0.25}}},
+    }
+    path = tmp_path / "bench_sources.json.gz"
+    write_results(path, saved)
+    assert path.read_bytes()[:2] == b"\x1f\x8b"  # gzip's magic number
+    assert read_results(path) == saved
+    assert rerender(tmp_path, "sources") == 0
+    table = capsys.readouterr().out
+    assert "| ngram 7 |" in table
+    assert "| prose | 25% (coverage 50%) |" in table

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp import bench, bench_sources, cli
+from spec_lsp import cli
+from spec_lsp.bench import common, sources
 
 
 @pytest.mark.parametrize(
@@ -25,7 +26,7 @@ def test_the_bench_refuses_a_setting_it_would_ignore(
 def test_bench_reps_sample_from_the_given_seed(seed: int | None, expected: list[int]) -> None:
     argv = ["bench"] + ([f"--seed={seed}"] if seed is not None else [])
     settings = cli.settings_from_args(cli.build_parser().parse_args(argv))
-    assert [bench.rep_seed(settings, rep) for rep in range(3)] == expected
+    assert [common.rep_seed(settings, rep) for rep in range(3)] == expected
 
 
 @pytest.mark.parametrize(
@@ -41,7 +42,7 @@ def test_bench_generations_are_as_long_as_asked(
         seen.append(max_tokens)
         return ""
 
-    monkeypatch.setattr(bench_sources, "run", fake_run)
+    monkeypatch.setattr(sources, "run", fake_run)
     assert cli.main(["bench", "--part=sources", f"--out={tmp_path}", *argv]) == 0
     assert seen == [expected]
 

@@ -1,20 +1,11 @@
-"""bench/policy_replay.py: the policy replayed over fixed outputs, costed by a verify curve."""
+"""spec_lsp.bench.policy_replay: the policy replayed over fixed outputs, costed by a verify curve."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
+from spec_lsp.bench import policy_replay
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.policy.profile import CostProfile
-
-_spec = importlib.util.spec_from_file_location(
-    "policy_replay", Path(__file__).parents[2] / "bench" / "policy_replay.py"
-)
-assert _spec is not None and _spec.loader is not None
-policy_replay = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(policy_replay)
 
 GPU_LIKE = {1: 0.01, 2: 0.011, 4: 0.012, 8: 0.014, 16: 0.018, 32: 0.025}
 

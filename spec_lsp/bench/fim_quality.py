@@ -5,7 +5,7 @@ the cursor after its indentation; greedy completion to the end of the line, exac
 same windows go through plain PSM (prefix, suffix, then the middle token) and through the
 engine's layout (the cursor line and up to 7 lines above moved after the middle token).
 
-    .venv/bin/python bench/fim_quality.py --tasks 24
+    .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, build_engine
 from spec_lsp.engine.backends.base import detokenize
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.engine import Engine
 from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.prompt import split_for_typing
 from spec_lsp.engine.types import DecodeStats, SamplingParams
@@ -60,8 +61,10 @@ def tasks(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
     return found[:n]
 
 
-def complete(engine, tokens: list[int]) -> str:
+def complete(engine: Engine, tokens: list[int]) -> str:
+    """The engine's target completing `tokens` greedily, to the end of the line."""
     loaded = engine.loaded
+    assert loaded is not None
     stats = DecodeStats()
     job = DecodeJob(
         tokens,
@@ -88,7 +91,9 @@ def main() -> None:
     args = parser.parse_args()
     engine = build_engine(Settings(drafter="none", prefix_tokens=256, suffix_tokens=96))
     engine.load()
-    target, template = engine.loaded.target, engine.loaded.template
+    loaded = engine.loaded
+    assert loaded is not None
+    target, template = loaded.target, loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
     scores = {"psm": 0, "split": 0}
     for n, (prefix, suffix, expected) in enumerate(tasks(args.tasks), 1):

@@ -5,6 +5,8 @@ document), the draft model drafting across vocabularies (SmolLM2-135M for the Qw
 auto (per round the source with the best expected rate). Same prompts, interleaved, ratios to no
 speculation; plus each source's acceptance per workload, scored offline against the target's own
 greedy output (a draft of 4 at every position), so it does not depend on what the policy chose.
+Writes `<out>/bench_sources.json.gz` (raw runs) and returns the tables.
+Longer than 300 lines: the timed runs, the offline acceptance and the table of one benchmark.
 """
 
 from __future__ import annotations
@@ -14,30 +16,28 @@ import itertools
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from spec_lsp.bench import (
+from spec_lsp.bench.common import (
     AGAIN,
     MIN_PAIRS,
     PRECISION,
     SAME_TEXT_NOTE,
     TEMPERATURES,
     Run,
-    _log,
-    _rate,
-    _smol,
-    _warm_up,
-    policy_run,
+    log,
     ratio,
     rep_names,
     rep_seed,
-    rerun_note,
-    run_rep,
     same_text,
     schedule,
+    total_rate,
+    write_results,
 )
-from spec_lsp.bench import WORKLOADS as POLICY_WORKLOADS
+from spec_lsp.bench.common import WORKLOADS as POLICY_WORKLOADS
+from spec_lsp.bench.timing import policy_run, rerun_note, run_rep, smol_path, warm_up
 from spec_lsp.config import Settings
 from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine, calibrate
 from spec_lsp.engine.backends.base import common_prefix_len
@@ -54,6 +54,7 @@ from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPo
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.policy.profile import CostProfile
 
+RESULTS = "bench_sources.json.gz"  # the raw runs, in --out
 SOURCES = ("ngram", "workspace", "crossvocab", "auto")
 PAIRED_SOURCES = frozenset({AGAIN, *SOURCES})
 # a single source that drafted nothing for a prompt ran no speculation there (1.00x as the best
@@ -117,7 +118,7 @@ def run(
     profile = engine.ensure_profile()
     from spec_lsp.engine.loading import open_model
 
-    smol = open_model(settings.draft_model or _smol(), settings, what="draftModel")
+    smol = open_model(settings.draft_model or smol_path(), settings, what="draftModel")
     # as the engine picks (the column keeps its name, "crossvocab": the default pair's)
     cross = model_drafter(smol, target)
     context = target.tokenize(PROFILE_TEXT)[:256]
@@ -129,7 +130,7 @@ def run(
         draft_seconds_fixed=fixed,
         catch_up_seconds_per_token=catch_up,
     )
-    _log(
+    log(
         f"[sources] verify n/1: {profile.relative()}; {Path(smol.info.path).name} "
         f"({'cross' if isinstance(cross, CrossVocabDrafter) else 'same'}-vocabulary) draft "
         f"{per_token * 1000:.1f} ms/token + {fixed * 1000:.1f} ms/call, catch-up "
@@ -161,10 +162,10 @@ def run(
             workspace.cursor = len(prefix)
             request = CompletionRequest(prefix=prefix, suffix=suffix, language="python")
             prompt = engine.prompt_tokens(request)
-            _warm_up(target, prompt)
+            warm_up(target, prompt)
             made_here: list[Run] = []
             for rep in itertools.count():
-                # every source right after its own run of no speculation (see bench.PAIRED)
+                # every source right after its own run of no speculation (see common.PAIRED)
                 names = rep_names(
                     [AGAIN, *SOURCES],
                     rep,
@@ -214,19 +215,25 @@ def run(
     )
     smol.close()
     engine.close()
-    import json
-
-    (out / "bench_sources.json").write_text(
-        json.dumps(
-            {
-                "runs": [r.__dict__ for r in runs],
-                "auto": {f"{w} T={t}": rep for (w, t), rep in reports.items()},
-                "acceptance": acceptance,
-            },
-            indent=1,
-        )
+    write_results(
+        out / RESULTS,
+        {
+            "runs": [r.__dict__ for r in runs],
+            "auto": {f"{w} T={t}": rep for (w, t), rep in reports.items()},
+            "acceptance": acceptance,
+        },
     )
     return render(runs, reports, acceptance)
+
+
+def from_saved(data: dict[str, Any]) -> str:
+    """The tables again from the raw runs, auto's reports and the acceptance `run` saved."""
+    reports: dict[tuple[str, float], dict[str, dict[str, float]]] = {}
+    for cell, report in data["auto"].items():
+        workload, temperature = cell.split(" T=")
+        reports[(workload, float(temperature))] = report
+    runs = [Run(**r) for r in data["runs"]]
+    return render(runs, reports, data["acceptance"])
 
 
 def _pick_source(
@@ -308,7 +315,7 @@ def render(
         "|---" * (len(SOURCES) + 10) + "|",
     ]
     for (workload, temperature), by in sorted(cells.items()):
-        base = _rate(by["none"])
+        base = total_rate(by["none"])
         ratios = {s: ratio(by, s) for s in (AGAIN, *SOURCES)}
         best = max(_as_best_single(by, s, ratios[s]) for s in SOURCES if s != "auto")
         totals = {s: ratio(by, s, totals=True) for s in SOURCES}

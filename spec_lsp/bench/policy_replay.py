@@ -9,8 +9,8 @@ with this machine's measured verify curve (`spec-lsp profile`, the n-gram drafte
 is modeled: plain decoding's cost over the replay's. The acceptance estimate carries from one
 place of a file to the next, as in the server; each file starts fresh, as a file never seen.
 
-    .venv/bin/python bench/policy_replay.py --collect   # greedy outputs (minutes), then replay
-    .venv/bin/python bench/policy_replay.py             # replay the collected outputs (seconds)
+    .venv/bin/python -m spec_lsp.bench.policy_replay --collect  # greedy outputs (minutes), then replay
+    .venv/bin/python -m spec_lsp.bench.policy_replay            # replay the collected outputs (seconds)
 
 The speed of the real loop is `spec-lsp bench`'s to measure; this is for comparing policies.
 """
@@ -22,10 +22,11 @@ import json
 import math
 import random
 import sys
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from spec_lsp.bench.common import ROOT
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine.backends.base import common_prefix_len
@@ -42,7 +43,6 @@ from spec_lsp.engine.policy.adaptive import AdaptivePolicy, FixedPolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.policy.profile import CostProfile
 
-ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "bench" / "out" / "policy_replay.json"
 TOKENS = 48
 
@@ -62,7 +62,7 @@ def collect(files: int, places: int, seed: int) -> None:
         for p in sorted((ROOT / "spec_lsp").rglob("*.py"))
         if 200 < len(p.read_text().splitlines()) < 700
     ]
-    result: dict = {"profile": profile.to_json(), "files": []}
+    result: dict[str, Any] = {"profile": profile.to_json(), "files": []}
     for path in rng.sample(sources, min(files, len(sources))):
         lines = path.read_text().split("\n")
         completions = []
@@ -120,7 +120,7 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def report(data: dict) -> str:
+def report(data: dict[str, Any]) -> str:
     rows = ["| file | first completion | later completions (each) |", "|---|---|---|"]
     first, later = [], []
     for item in data["files"]:

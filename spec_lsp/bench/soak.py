@@ -6,10 +6,11 @@ do), accepts some suggestions whole, deletes now and then, switches between docu
 closes and reopens them. RSS of the server is sampled every --sample-s seconds; at the end a
 table of RSS and answer latency per sample period, and the totals, are printed.
 
-    .venv/bin/python bench/soak.py --minutes 30 --model ~/.cache/spec-lsp/models/...gguf
+    .venv/bin/python -m spec_lsp.bench.soak --minutes 30 --model ~/.cache/spec-lsp/models/...gguf
 
 Exit status 1 when the server died, a request went unanswered or was answered twice, or the
 RSS grew by more than --max-growth-mb between the end of the first period and the end.
+Longer than 300 lines: the JSON-RPC client, the scripted typist and the report of one run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+from spec_lsp.bench.common import ROOT
 
 
 def rss_mb(pid: int) -> float:
@@ -40,17 +41,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
+# an answer as it came (a JSON-RPC message) and the seconds it took
+Answer = tuple[dict[str, Any], float]
+
+
 class Server:
     """JSON-RPC over the server's stdio, counting answers per id."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.next_id = 0
-        self.pending: dict[int, tuple[float, asyncio.Future]] = {}
+        self.pending: dict[int, tuple[float, asyncio.Future[Answer]]] = {}
         self.duplicates = 0
         self.reader = asyncio.ensure_future(self._read())
 
-    def _write(self, obj: dict) -> None:
+    def _write(self, obj: dict[str, Any]) -> None:
         body = json.dumps(obj).encode()
         assert self.proc.stdin is not None
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -58,9 +63,9 @@ class Server:
     def notify(self, method: str, params: Any) -> None:
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method: str, params: Any) -> asyncio.Future:
+    def request(self, method: str, params: Any) -> asyncio.Future[Answer]:
         self.next_id += 1
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self.pending[self.next_id] = (time.monotonic(), future)
         self._write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
         return future
@@ -189,7 +194,7 @@ class Typist:
         }
         asyncio.ensure_future(self._answer(server.request("textDocument/inlineCompletion", params)))
 
-    async def _answer(self, future: asyncio.Future) -> None:
+    async def _answer(self, future: asyncio.Future[Answer]) -> None:
         msg, seconds = await future
         if "error" in msg:
             self.outcomes["error"] += 1

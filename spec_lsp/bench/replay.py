@@ -6,8 +6,8 @@ answer). Run once with caching and once without; prints p50/p95 latency, the sha
 answered without a model call, prompt tokens evaluated per model call, and how often the
 suggestion on screen predicted the next character typed.
 
-    .venv/bin/python bench/replay.py                 # the default model, both modes
-    .venv/bin/python bench/replay.py --backend fake  # quick check of the harness
+    .venv/bin/python -m spec_lsp.bench.replay                 # the default model, both modes
+    .venv/bin/python -m spec_lsp.bench.replay --backend fake  # quick check of the harness
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import asyncio
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
@@ -26,6 +28,9 @@ from pygls.lsp.client import LanguageClient
 HERE = Path(__file__).parent
 SOURCE = HERE / "replay_source.py"
 TYPED_MARKER = "# <typed>\n"  # the text after this marker (to the next marker) is typed live
+# what textDocument/inlineCompletion answers: a list, its items (as dicts where pygls could not
+# type them), or nothing
+Answer = lsp.InlineCompletionList | Sequence[Any] | None
 
 
 @dataclass
@@ -37,7 +42,7 @@ class Result:
     requests: int = 0
     predicted: int = 0
     predictable: int = 0
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
     typed_through_latencies: list[float] = field(default_factory=list)
 
     def row(self) -> str:
@@ -112,7 +117,8 @@ async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
     result = Result("cache on" if cache else "cache off")
     await _wait_ready(client, uri, text, len(before), args.ready_timeout)
     shown = ""
-    pending: asyncio.Future | None = None
+    pending: asyncio.Future[str] | None = None
+    pending_id = ""
     version = 0
     for i, ch in enumerate(typed):
         if shown:
@@ -129,9 +135,9 @@ async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
             )
         )
         if pending is not None and not pending.done():
-            client.protocol.notify("$/cancelRequest", lsp.CancelParams(id=pending.msg_id))  # type: ignore[attr-defined]
+            client.protocol.notify("$/cancelRequest", lsp.CancelParams(id=pending_id))
         cursor = position_of(text, offset + 1)
-        pending = _request(client, uri, cursor, result)
+        pending_id, pending = _request(client, uri, cursor, result)
         if args.wait:
             shown = await pending
         else:
@@ -150,7 +156,9 @@ async def replay(args: argparse.Namespace, *, cache: bool) -> Result:
 
 def _request(
     client: LanguageClient, uri: str, cursor: lsp.Position, result: Result
-) -> asyncio.Future:
+) -> tuple[str, asyncio.Future[str]]:
+    """Send an inline completion request; its id, and the text it will show past the cursor
+    ("" once cancelled)."""
     params = lsp.InlineCompletionParams(
         text_document=lsp.TextDocumentIdentifier(uri=uri),
         position=cursor,
@@ -160,10 +168,9 @@ def _request(
     result.requests += 1
     started = time.perf_counter()
     loop = asyncio.get_running_loop()
-    answer: asyncio.Future = loop.create_future()
-    answer.msg_id = msg_id  # type: ignore[attr-defined]
+    answer: asyncio.Future[str] = loop.create_future()
 
-    def done(fut: asyncio.Future) -> None:
+    def done(fut: asyncio.Future[Answer]) -> None:
         elapsed = time.perf_counter() - started
         try:
             items = fut.result()
@@ -182,19 +189,27 @@ def _request(
         "textDocument/inlineCompletion", params, msg_id=msg_id
     )
     asyncio.ensure_future(future).add_done_callback(done)
-    return answer
+    return msg_id, answer
 
 
-def _first_item(items):
-    items = getattr(items, "items", items) if items is not None else None
-    return items[0] if items else None
+def _listed(items: Answer) -> Sequence[Any]:
+    """An answer's items: a list object's (whatever class pygls built it as), or the answer."""
+    inner = getattr(items, "items", None)
+    if inner is not None:
+        return inner
+    return items if isinstance(items, Sequence) else []
 
 
-def _starts_before(items, cursor: lsp.Position) -> bool:
+def _first_item(items: Answer) -> Any:
+    listed = _listed(items)
+    return listed[0] if listed else None
+
+
+def _starts_before(items: Answer, cursor: lsp.Position) -> bool:
     return _typed_len(items, cursor) > 0
 
 
-def _typed_len(items, cursor: lsp.Position) -> int:
+def _typed_len(items: Answer, cursor: lsp.Position) -> int:
     first = _first_item(items)
     start = getattr(getattr(first, "range", None), "start", None)
     if start is None or start.line != cursor.line:
@@ -202,20 +217,17 @@ def _typed_len(items, cursor: lsp.Position) -> int:
     return max(0, cursor.character - start.character)
 
 
-def _first_text(items) -> str:
-    if items is None:
+def _first_text(items: Answer) -> str:
+    first = _first_item(items)
+    if first is None:
         return ""
-    items = getattr(items, "items", items)
-    if not items:
-        return ""
-    first = items[0]
     text = getattr(first, "insert_text", None) or (
         first.get("insertText") if isinstance(first, dict) else ""
     )
     return text if isinstance(text, str) else getattr(text, "value", "")
 
 
-def _plain(obj):
+def _plain(obj: Any) -> Any:
     """pygls hands back untyped results as namedtuple-like objects: make them dicts."""
     if isinstance(obj, dict):
         return {k: _plain(v) for k, v in obj.items()}
