@@ -23,8 +23,8 @@ demo: models
 	$(SPEC) demo
 
 lint: install
-	$(VENV)/bin/ruff check spec_lsp tests bench
-	$(VENV)/bin/ruff format --check spec_lsp tests bench
+	$(VENV)/bin/ruff check spec_lsp tests
+	$(VENV)/bin/ruff format --check spec_lsp tests
 
 typecheck: install
 	$(VENV)/bin/mypy

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 from typing import Any
 
 import numpy as np
 
-from spec_lsp.bench.common import ROOT
+from spec_lsp.bench.common import ROOT, geomean
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
 from spec_lsp.engine.backends.base import common_prefix_len
@@ -114,10 +113,6 @@ def replay(prompt: list[int], output: list[int], policy: AdaptivePolicy) -> floa
         out += output[len(out) : len(out) + accepted + 1]
     plain = (len(output) - 1) * (profile.verify(1) + profile.round_overhead)
     return plain / seconds
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def report(data: dict[str, Any]) -> str:
