@@ -57,8 +57,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=2087)
     serve.add_argument("--backend", choices=["llama", "fake"], default="llama")
-    serve.add_argument("--log-file", help="write logs here (default: stderr)")
-    serve.add_argument("--log-level", default="INFO")
+    serve.add_argument(
+        "--log-file",
+        help="write logs here (default: stderr); rotated at 5 MB, keeping 3 old files (FILE.1-3)",
+    )
+    serve.add_argument(
+        "--log-level",
+        default="INFO",
+        help="INFO (default): start, model loading, settings, warnings and errors; "
+        "DEBUG adds every LSP message sent (completion text included)",
+    )
 
     complete = sub.add_parser("complete", help="complete at FILE:LINE:COL (1-based) and print it")
     complete.add_argument("location", help="FILE:LINE:COL, 1-based")

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import logging.handlers
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from lsprotocol import types as lsp
 
+from spec_lsp import __version__
 from spec_lsp.config import Settings
 from spec_lsp.engine import Engine, build_engine
 from spec_lsp.server import handlers
 from spec_lsp.server.language_server import SpecLanguageServer
 
 log = logging.getLogger(__name__)
+LOG_FILE_MAX_BYTES = 5 * 1024 * 1024  # --log-file rotates at this size...
+LOG_FILE_BACKUPS = 3  # ...keeping this many old files (.1 to .3): 20 MB at most
+# (`spec-lsp serve --help` states both figures: change them there too.)
 
 
 def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
@@ -44,14 +49,26 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
 
 
 def setup_logging(log_file: str | None, level: str) -> None:
-    """Logs go to stderr or a file, never stdout: stdout carries the protocol."""
+    """Logs go to stderr or a rotating file, never stdout: stdout carries the protocol.
+
+    pygls logs every message it sends at INFO (completion text and the edits around it) and
+    each feature it registers: its loggers show only warnings and errors unless the level is
+    DEBUG, so the default level logs lifecycle, warnings and errors, not the traffic."""
     handler: logging.Handler = (
-        logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+        logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=LOG_FILE_MAX_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
+        )
+        if log_file
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    tracing = root.level <= logging.DEBUG
+    logging.getLogger("pygls").setLevel(
+        logging.NOTSET if tracing else max(root.level, logging.WARNING)
+    )
 
 
 def serve(
@@ -66,6 +83,8 @@ def serve(
 ) -> int:
     setup_logging(log_file, log_level)
     server = build_server(settings, build_engine(settings, backend=backend))
+    where = f"TCP {host}:{port}" if tcp else "stdio"
+    log.info("spec-lsp %s serving over %s (backend %s)", __version__, where, backend)
     try:
         if tcp:
             if not is_loopback(host):

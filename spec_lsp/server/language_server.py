@@ -47,7 +47,7 @@ class SpecLanguageServer(LanguageServer):
             return None
         document = self.workspace.text_documents.get(unquote(uri))  # pygls keys them unquoted
         if document is None:
-            log.info("request for a document that is not open: %s", uri)
+            log.debug("request for a document that is not open: %s", uri)
         elif len(document.source) > self.settings.max_document_chars:
             log.info("%s is longer than maxDocumentChars: no completions", uri)
             return None
@@ -66,9 +66,16 @@ class SpecLanguageServer(LanguageServer):
             log.warning("unknown setting %r in %s ignored", key, origin)
         if errors:
             self.tell(f"{'; '.join(errors)}. Keeping the previous value of each.")
-        changed, self.settings = new != self.settings, new
+        changed = [
+            name
+            for name in type(new).model_fields
+            if getattr(new, name) != getattr(self.settings, name)
+        ]
+        if changed:  # names only: the values may be paths
+            log.info("settings from %s applied: %s", origin, ", ".join(changed))
+        self.settings = new
         self.scheduler.debounce_s = new.debounce_ms / 1000
-        return changed
+        return bool(changed)
 
     async def apply_settings(self, changes: Mapping[str, Any]) -> None:
         if self.configure(changes, origin="workspace/didChangeConfiguration"):
