@@ -6,7 +6,6 @@ from __future__ import annotations
 import ipaddress
 import logging
 import logging.handlers
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,10 +16,9 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import Engine, build_engine
 from spec_lsp.server import handlers
 from spec_lsp.server.language_server import SpecLanguageServer
+from spec_lsp.server.logs import setup_logging
 
 log = logging.getLogger(__name__)
-LOG_FILE_MAX_BYTES = 5 * 1024 * 1024  # --log-file rotates at this size...
-LOG_FILE_BACKUPS = 3  # ...keeping this many old files (.1 to .3): 20 MB at most
 # (`spec-lsp serve --help` states both figures: change them there too.)
 
 
@@ -48,29 +46,6 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
     return server
 
 
-def setup_logging(log_file: str | None, level: str) -> None:
-    """Logs go to stderr or a rotating file, never stdout: stdout carries the protocol.
-
-    pygls logs every message it sends at INFO (completion text and the edits around it) and
-    each feature it registers: its loggers show only warnings and errors unless the level is
-    DEBUG, so the default level logs lifecycle, warnings and errors, not the traffic."""
-    handler: logging.Handler = (
-        logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=LOG_FILE_MAX_BYTES, backupCount=LOG_FILE_BACKUPS, encoding="utf-8"
-        )
-        if log_file
-        else logging.StreamHandler(sys.stderr)
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    tracing = root.level <= logging.DEBUG
-    logging.getLogger("pygls").setLevel(
-        logging.NOTSET if tracing else max(root.level, logging.WARNING)
-    )
-
-
 def serve(
     settings: Settings,
     *,
@@ -81,7 +56,7 @@ def serve(
     log_file: str | None = None,
     log_level: str = "INFO",
 ) -> int:
-    setup_logging(log_file, log_level)
+    logs = setup_logging(log_file, log_level)
     server = build_server(settings, build_engine(settings, backend=backend))
     where = f"TCP {host}:{port}" if tcp else "stdio"
     log.info("spec-lsp %s serving over %s (backend %s)", __version__, where, backend)
@@ -96,6 +71,7 @@ def serve(
             server.start_io()
     finally:
         server.scheduler.join()  # the engine closes on its own thread, after the current round
+        logs.close()  # what is still queued is written
     return 0
 
 
