@@ -104,7 +104,14 @@ class Engine:
         self.sources.document_changed(document_id, text)
 
     def document_closed(self, document_id: str) -> None:
-        self.sources.document_closed(document_id)
+        """A closed document: every stage releases what it held for it (the engine's thread:
+        the server queues it behind the running generation)."""
+        self.sources.document_closed(document_id)  # its shown suggestion, auto's estimates
+        self.sources.catch_up()  # its workspace index entry
+        self.book.forget(document_id)
+        self.suggestions.forget(document_id)
+        self.states.forget(document_id)
+        self.continuations.forget(document_id)
 
     def _forget(self) -> None:
         """Drop every cached answer and state (settings or models changed)."""
@@ -181,7 +188,25 @@ class Engine:
         if sources is not None:
             data["draft_sources"] = sources
         data["workspace_documents"] = len(self.workspace.documents())
+        data["memory"] = self.memory()
         return data
+
+    def memory(self) -> dict[str, Any]:
+        """What each stage holds and its bound (read on any thread: sizes only)."""
+        sources = self.sources.memory()
+        return {
+            "saved_states": self.states.memory(),
+            "suggestions": self.suggestions.memory(),
+            "continuations": self.continuations.memory(),
+            "in_flight": self.in_flight.running,
+            "workspace": sources["workspace"],
+            "estimates": {
+                "documents": len(self.book.documents()),
+                "auto_documents": sources["auto_estimates"],
+                "max_documents": self.book.size,
+            },
+            "shown": sources["shown"],
+        }
 
     def prompt_tokens(self, request: CompletionRequest) -> list[int]:
         return self._require_loaded()[1].tokens(request, self.settings)[0]

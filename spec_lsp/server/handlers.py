@@ -79,16 +79,43 @@ def document_changed(
         ls.scheduler.engine.document_changed(document.uri, document.source)
 
 
-def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
+    """The engine releases what it held for the document, on its worker thread (after the
+    generation running there, which may be the document's own)."""
     uri = params.text_document.uri
-    for key in {uri, unquote(uri)}:  # whichever spelling the requests used
-        ls.scheduler.engine.document_closed(key)
+    engine = ls.scheduler.engine
+    keys = {uri, unquote(uri)}  # whichever spelling the requests used
+
+    def close() -> None:
+        for key in keys:
+            engine.document_closed(key)
+
+    if ls.scheduler.closed:
+        return
+    try:
+        await ls.scheduler.run(close)
+    except RuntimeError:  # the worker shut down meanwhile (exit): nothing to release
+        return
 
 
 def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
     engine = ls.scheduler.engine
     server = {"ready": engine.ready, "load_error": ls.load_error}
-    return {**engine.stats(), **ls.scheduler.stats(), **server}
+    data = {**engine.stats(), **ls.scheduler.stats(), **server}
+    documents = list(ls.workspace.text_documents.values())
+    data["memory"]["open_documents"] = {
+        "count": len(documents),
+        "chars": sum(len(document.source) for document in documents),
+    }
+    data["memory"]["rss_mb"] = None  # the server's resident memory (Linux: /proc)
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):  # in kB
+                    data["memory"]["rss_mb"] = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return data
 
 
 def document_digest(ls: SpecLanguageServer, params: Any) -> dict[str, Any] | None:

@@ -37,7 +37,9 @@ class Snapshot:
 
     @property
     def nbytes(self) -> int:
-        return len(self.data) + 4 * len(self.tokens)
+        """What it holds: the serialized KV and the token tuple (a pointer per token; the fake
+        backend, without KV, holds only that)."""
+        return len(self.data) + 8 * len(self.tokens)
 
 
 class ModelBackend(Protocol):

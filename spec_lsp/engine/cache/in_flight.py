@@ -18,6 +18,11 @@ class InFlight:
     def clear(self) -> None:
         self._running = None
 
+    @property
+    def running(self) -> int:
+        """1 while a generation is tracked, else 0 (for the memory figures)."""
+        return int(self._running is not None)
+
     def extended_by(self, request: CompletionRequest) -> bool:
         running = self._running
         if running is None:

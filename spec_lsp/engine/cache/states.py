@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 from spec_lsp.engine.backends.base import ModelBackend, Snapshot, common_prefix_len
+
+DOCUMENTS = 4  # documents whose KV cache is kept
+# bytes of saved KV over all documents (target and draft snapshots). One snapshot of a full 8k
+# context of a 1.5B model is ~100-250 MB, so a long context keeps one or two documents, short
+# ones keep DOCUMENTS; without it, 4 snapshots of a large model's 32k context held gigabytes
+MAX_BYTES = 256 * 1024 * 1024
+
+
+def _nbytes(saved: tuple[Snapshot, Snapshot | None]) -> int:
+    return saved[0].nbytes + (saved[1].nbytes if saved[1] is not None else 0)
 
 
 class StatePool:
     """KV snapshots of the last few documents, swapped in when a document comes back."""
 
-    def __init__(self, *, size: int = 4) -> None:
+    def __init__(self, *, size: int = DOCUMENTS, max_bytes: int = MAX_BYTES) -> None:
         self.size = size
+        self.max_bytes = max_bytes
         self.owner = ""
+        self.nbytes = 0  # held over all saved documents
         self._saved: OrderedDict[str, tuple[Snapshot, Snapshot | None]] = OrderedDict()
 
     def switch(
@@ -23,12 +36,9 @@ class StatePool:
         if document == self.owner:
             return ""
         if self.owner and target.tokens:
-            self._saved[self.owner] = (target.save_state(), draft.save_state() if draft else None)
-            self._saved.move_to_end(self.owner)
-            while len(self._saved) > self.size:
-                self._saved.popitem(last=False)
+            self._save(self.owner, (target.save_state(), draft.save_state() if draft else None))
         self.owner = document
-        saved = self._saved.pop(document, None)
+        saved = self._take(document)
         if saved is None or common_prefix_len(saved[0].tokens, prompt) <= common_prefix_len(
             target.tokens, prompt
         ):
@@ -38,6 +48,41 @@ class StatePool:
             draft.load_state(saved[1])
         return "state_pool"
 
+    def _save(self, document: str, saved: tuple[Snapshot, Snapshot | None]) -> None:
+        self._take(document)
+        size = _nbytes(saved)
+        if size > self.max_bytes:
+            return  # larger than the whole bound: not kept
+        self._saved[document] = saved
+        self.nbytes += size
+        while len(self._saved) > self.size or self.nbytes > self.max_bytes:
+            _, dropped = self._saved.popitem(last=False)
+            self.nbytes -= _nbytes(dropped)
+
+    def _take(self, document: str) -> tuple[Snapshot, Snapshot | None] | None:
+        saved = self._saved.pop(document, None)
+        if saved is not None:
+            self.nbytes -= _nbytes(saved)
+        return saved
+
+    def forget(self, document: str) -> None:
+        """A closed document: its saved state goes, and the live caches belong to no one."""
+        self._take(document)
+        if self.owner == document:
+            self.owner = ""
+
+    def saved(self) -> list[str]:
+        return list(self._saved)
+
     def clear(self) -> None:
         self._saved.clear()
+        self.nbytes = 0
         self.owner = ""
+
+    def memory(self) -> dict[str, Any]:
+        return {
+            "count": len(self._saved),
+            "bytes": self.nbytes,
+            "max_count": self.size,
+            "max_bytes": self.max_bytes,
+        }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 from cachetools import TTLCache
 
@@ -15,12 +16,19 @@ from spec_lsp.engine.types import CompletionRequest
 
 MAX_TYPED_THROUGH = 256  # characters typed into a suggestion that we still look back over
 PREFIX_KEY_CHARS = 2000  # how much of the prefix identifies a suggestion's position
+ENTRIES = 512  # suggestions kept
+# characters kept over all entries (key prefix, suggestion and raw text): an entry's key alone
+# holds up to PREFIX_KEY_CHARS, and a multi-line suggestion's raw text may be long; 2 M
+# characters is ~2-8 MB of str, enough for ENTRIES ordinary ones
+MAX_CHARS = 2_000_000
+ENTRY_CHARS = 64  # an entry's fixed cost (key tuple, digest, objects) counted as characters
 
 
 @dataclass(frozen=True)
 class Suggestion:
     text: str  # what was (or would be) shown at `prefix`
     raw: str  # the model's continuation before post-processing
+    chars: int = 0  # what the entry holds, its key included (the size the cache bounds)
 
 
 def _key(document: str, prefix: str, suffix: str) -> tuple[str, int, str, str]:
@@ -33,16 +41,26 @@ def _key(document: str, prefix: str, suffix: str) -> tuple[str, int, str, str]:
 class SuggestionCache:
     """Written by the engine thread, read on the event loop: cachetools needs the lock."""
 
-    def __init__(self, *, maxsize: int = 512, ttl: float = 600.0) -> None:
+    def __init__(
+        self, *, maxsize: int = ENTRIES, ttl: float = 600.0, max_chars: int = MAX_CHARS
+    ) -> None:
+        # cachetools bounds the total size (characters); the entry count is bounded in `put`
         self._cache: TTLCache[tuple[str, int, str, str], Suggestion] = TTLCache(
-            maxsize=maxsize, ttl=ttl
+            maxsize=max_chars, ttl=ttl, getsizeof=lambda found: found.chars
         )
+        self.maxsize = maxsize
         self._lock = threading.Lock()
 
     def put(self, request: CompletionRequest, text: str, raw: str = "") -> None:
         key = _key(request.document_id, request.prefix, request.suffix)
+        chars = ENTRY_CHARS + len(key[0]) + len(key[2]) + len(text) + len(raw)
         with self._lock:
-            self._cache[key] = Suggestion(text, raw)
+            try:
+                self._cache[key] = Suggestion(text, raw, chars)
+            except ValueError:  # larger than the whole bound: not kept
+                self._cache.pop(key, None)
+            while len(self._cache) > self.maxsize:
+                self._cache.popitem()  # the least recently used
 
     def lookup(self, request: CompletionRequest) -> tuple[str, str] | None:
         """(typed, remainder) if the text before the cursor ends by typing into a suggestion.
@@ -62,6 +80,28 @@ class SuggestionCache:
                 return typed, found.text[len(typed) :]
         return None
 
+    def forget(self, document: str) -> None:
+        """A closed document: its suggestions go."""
+        with self._lock:
+            self._cache.expire()  # (deleting an expired entry raises)
+            for key in [key for key in self._cache if key[0] == document]:
+                del self._cache[key]
+
+    def documents(self) -> set[str]:
+        with self._lock:
+            self._cache.expire()
+            return {key[0] for key in self._cache}
+
     def clear(self) -> None:
         with self._lock:
             self._cache.clear()
+
+    def memory(self) -> dict[str, Any]:
+        with self._lock:
+            self._cache.expire()
+            return {
+                "entries": len(self._cache),
+                "chars": int(self._cache.currsize),
+                "max_entries": self.maxsize,
+                "max_chars": int(self._cache.maxsize),
+            }

@@ -125,6 +125,15 @@ class AutoDrafter(Drafter):
         first seeded from the last document of its language (a little of that evidence)."""
         self._document, self._language = document, language
 
+    def forget(self, document: str) -> None:
+        """A closed document: its acceptance per source goes (its language's seed stays)."""
+        for book in self._books.values():
+            book.forget(document)
+
+    def documents(self) -> set[str]:
+        """Documents with acceptance estimates in any source's book."""
+        return {d for book in self._books.values() for d in book.documents()}
+
     def estimates(self, temperature: float) -> dict[str, AcceptanceEstimate]:
         """Each source's acceptance in the current document at this temperature."""
         found = {}

@@ -70,16 +70,21 @@ class DraftSources:
             self._to_index[document_id] = text if len(text) <= MAX_INDEXED_CHARS else None
 
     def document_closed(self, document_id: str) -> None:
+        """A closed document leaves the index (at the next catch-up), its shown suggestion and
+        auto's acceptance estimates for it go."""
         with self._index_lock:
             self._to_index[document_id] = None
         self._shown.pop(document_id, None)
+        if isinstance(self.drafter, AutoDrafter):
+            self.drafter.forget(document_id)
 
     # -- requests (the engine's thread) ---------------------------------------------------------
     def for_request(
         self, request: CompletionRequest, profile: CostProfile | None
     ) -> Drafter | None:
         """The drafter, told about this request (its document, cursor, the costs known now)."""
-        self._catch_up_index()
+        self.workspace.active = request.document_id  # never trimmed from the index
+        self.catch_up()
         shown = self._shown.get(request.document_id)
         if shown is not None and shown[1] and request.prefix == shown[0] + shown[1]:
             self.workspace.add_accepted(shown[1])  # the last suggestion was accepted whole
@@ -112,7 +117,16 @@ class DraftSources:
     def forget(self) -> None:
         self._shown.clear()
 
-    def _catch_up_index(self) -> None:
+    def memory(self) -> dict[str, Any]:
+        auto = self.drafter if isinstance(self.drafter, AutoDrafter) else None
+        return {
+            "workspace": self.workspace.memory(),
+            "shown": len(self._shown),
+            "auto_estimates": len(auto.documents()) if auto is not None else 0,
+        }
+
+    def catch_up(self) -> None:
+        """Apply the document changes and closes recorded since (the engine's thread)."""
         with self._index_lock:
             pending, self._to_index = self._to_index, {}
         for document_id, text in pending.items():

@@ -6,6 +6,7 @@ the document's language; the adaptive policy turns them into a draft length.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 
@@ -174,26 +175,47 @@ def _count(passed: list[float], failed: list[float], drafted: int, accepted: int
         failed[accepted] += 1.0
 
 
+# documents whose estimates are kept (least recently used go first): an estimate is a few KB
+# (its counts per position and strength bucket), and a document that comes back after 256
+# others is seeded again from its language, as a new one is
+DOCUMENTS = 256
+
+
 class PolicyBook:
     """Acceptance estimates per document, seeded from the language's, for the adaptive policy."""
 
-    def __init__(self) -> None:
-        self._by_document: dict[str, AcceptanceEstimate] = {}
+    def __init__(self, *, size: int = DOCUMENTS) -> None:
+        self.size = size
+        # per document (least recently used first): per temperature, its estimate
+        self._by_document: OrderedDict[str, dict[str, AcceptanceEstimate]] = OrderedDict()
         self._by_language: dict[str, AcceptanceEstimate] = {}
 
     def estimate(self, document: str, language: str, temperature: float) -> AcceptanceEstimate:
-        key = f"{document}|{temperature:.2f}"
-        found = self._by_document.get(key)
+        key = f"{temperature:.2f}"
+        by_temperature = self._by_document.get(document)
+        if by_temperature is None:
+            by_temperature = self._by_document[document] = {}
+        self._by_document.move_to_end(document)
+        found = by_temperature.get(key)
         if found is None:
-            lang = self._by_language.get(f"{language}|{temperature:.2f}")
+            lang = self._by_language.get(f"{language}|{key}")
             found = lang.seeded() if lang else AcceptanceEstimate(prior_acceptance(temperature))
-            self._by_document[key] = found
+            by_temperature[key] = found
+        while len(self._by_document) > self.size:
+            self._by_document.popitem(last=False)
         return found
 
     def remember_language(
         self, language: str, temperature: float, estimate: AcceptanceEstimate
     ) -> None:
         self._by_language[f"{language}|{temperature:.2f}"] = estimate
+
+    def forget(self, document: str) -> None:
+        """A closed document: its estimates go (its language's seed stays)."""
+        self._by_document.pop(document, None)
+
+    def documents(self) -> list[str]:
+        return list(self._by_document)
 
     def clear(self) -> None:
         self._by_document.clear()
