@@ -82,7 +82,7 @@ def test_closing_a_document_releases_it_in_every_stage():
     assert memory["shown"] == memory["in_flight"] == 0
 
 
-def test_a_document_closed_and_reopened_starts_from_its_languages_seed():
+def test_a_document_reopened_after_closing_gets_no_stale_suggestion():
     engine = auto_engine()
     engine.complete(request("file:///a.py"), CancelToken())
     engine.document_closed("file:///a.py")
@@ -101,7 +101,10 @@ def test_stats_report_each_structure_and_its_bound():
     assert memory["workspace"] == {
         "documents": 1,
         "chars": len(TEXT),
+        "accepted": 0,
+        "accepted_chars": 0,
         "max_chars": engine.workspace.max_chars,
+        "max_accepted": 64,
     }
     assert memory["estimates"]["documents"] == memory["estimates"]["auto_documents"] == 1
     assert memory["shown"] == 1 and memory["in_flight"] == 0

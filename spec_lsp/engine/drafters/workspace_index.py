@@ -170,8 +170,19 @@ class WorkspaceIndex:
                 self.remove(doc_id)
 
     def memory(self) -> dict[str, Any]:
+        """Documents and characters indexed, accepted completions apart (workspace-wide, the
+        latest max_accepted); max_chars bounds both together."""
         with self._lock:
-            return {"documents": len(self._docs), "chars": self.chars, "max_chars": self.max_chars}
+            accepted = [self._docs[d] for d in self._accepted if d in self._docs]
+            accepted_chars = sum(doc.chars for doc in accepted)
+            return {
+                "documents": len(self._docs) - len(accepted),
+                "chars": self.chars - accepted_chars,
+                "accepted": len(accepted),
+                "accepted_chars": accepted_chars,
+                "max_chars": self.max_chars,
+                "max_accepted": self._max_accepted,
+            }
 
     def add_accepted(self, text: str) -> None:
         """Remember a completion the user accepted (the oldest are forgotten)."""
