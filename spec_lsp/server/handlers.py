@@ -34,8 +34,9 @@ async def inline_completion(
     selected = convert.usable_selection(position, info)
     request = convert.to_request(document, position, ls.settings, selected)
     completion = await ls.scheduler.complete(request)
-    if completion is not None and completion.stats.cache != "typed_through":
-        ls.scheduler.precompute(request, completion)
+    still_open = ls.workspace.text_documents.get(unquote(params.text_document.uri)) is not None
+    if completion is not None and completion.stats.cache != "typed_through" and still_open:
+        ls.scheduler.precompute(request, completion)  # (a closed document's is released)
     return convert.to_inline_list(document, position, completion, selected)
 
 
@@ -96,6 +97,9 @@ async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocume
         await ls.scheduler.run(close)
     except RuntimeError:  # the worker shut down meanwhile (exit): nothing to release
         return
+    reopened = ls.workspace.text_documents.get(unquote(uri))
+    if reopened is not None:  # opened again while the close waited for the worker
+        engine.document_changed(reopened.uri, reopened.source)
 
 
 def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:

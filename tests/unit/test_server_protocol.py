@@ -48,3 +48,31 @@ async def test_handled_notifications_and_requests_leave_no_future_behind():
     assert len(sent) == 2  # initialize and stats answered
     assert protocol._request_futures == {}
     server.scheduler.join()
+
+
+async def test_a_document_closed_and_opened_again_at_once_stays_indexed():
+    """The close waits for the engine's worker; an open that arrives meanwhile must not be
+    undone by it: the reopened text is in the workspace index once the close has run."""
+    server = build_server(Settings(), build_engine(Settings(), backend="fake"))
+    protocol = server.protocol
+    protocol._send_data = lambda data: None  # type: ignore[method-assign]
+    initialize = lsp.InitializeParams(capabilities=lsp.ClientCapabilities())
+    protocol._handle_request(1, lsp.INITIALIZE, initialize)
+    await asyncio.sleep(0.05)
+
+    def opened(text: str) -> lsp.DidOpenTextDocumentParams:
+        item = lsp.TextDocumentItem(uri=URI, language_id="python", version=0, text=text)
+        return lsp.DidOpenTextDocumentParams(text_document=item)
+
+    protocol._handle_notification(lsp.TEXT_DOCUMENT_DID_OPEN, opened("first = 1\n"))
+    close = lsp.DidCloseTextDocumentParams(text_document=lsp.TextDocumentIdentifier(uri=URI))
+    protocol._handle_notification(lsp.TEXT_DOCUMENT_DID_CLOSE, close)
+    protocol._handle_notification(lsp.TEXT_DOCUMENT_DID_OPEN, opened("second = 2\n"))
+    for _ in range(100):  # the close runs on the worker
+        await asyncio.sleep(0.01)
+        await server.scheduler.run(server.scheduler.engine.sources.catch_up)
+    workspace = server.scheduler.engine.workspace
+    assert workspace.documents() == [URI]
+    assert workspace.text(URI) == "second = 2\n"
+    assert protocol._request_futures == {}
+    server.scheduler.join()

@@ -22,6 +22,7 @@ from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.types import CompletionRequest
 
+SHOWN_TAIL = 256  # characters before a shown suggestion that identify where it was shown
 MAX_INDEXED_CHARS = 1_000_000  # documents larger than this are not indexed for lookup
 
 
@@ -39,7 +40,9 @@ class DraftSources:
         self.drafter: Drafter | None = None
         self._to_index: dict[str, str | None] = {}  # latest text per changed document (None: drop)
         self._index_lock = threading.Lock()
-        self._shown: dict[str, tuple[str, str]] = {}  # per document: (prefix, suggestion)
+        # per document: the suggestion shown and where (the prefix's length and its last
+        # SHOWN_TAIL characters: not a copy of the whole text before the cursor)
+        self._shown: dict[str, tuple[int, str, str]] = {}
 
     def build(
         self,
@@ -86,8 +89,8 @@ class DraftSources:
         self.workspace.active = request.document_id  # never trimmed from the index
         self.catch_up()
         shown = self._shown.get(request.document_id)
-        if shown is not None and shown[1] and request.prefix == shown[0] + shown[1]:
-            self.workspace.add_accepted(shown[1])  # the last suggestion was accepted whole
+        if shown is not None and shown[2] and _follows(request.prefix, *shown):
+            self.workspace.add_accepted(shown[2])  # the last suggestion was accepted whole
         drafter = self.drafter
         lookups = [s.drafter for s in drafter.sources] if isinstance(drafter, AutoDrafter) else []
         for source in [drafter, *lookups]:
@@ -101,7 +104,7 @@ class DraftSources:
     def shown(self, request: CompletionRequest, text: str) -> None:
         """The suggestion shown for `request` (accepted whole if the next request's prefix ends
         with it: then it is indexed for lookup)."""
-        self._shown[request.document_id] = (request.prefix, text)
+        self._shown[request.document_id] = (len(request.prefix), request.prefix[-SHOWN_TAIL:], text)
 
     def to_measure(self) -> Drafter | None:
         """The drafter whose cost the profile measures: auto's draft model (its lookups cost
@@ -134,3 +137,8 @@ class DraftSources:
                 self.workspace.remove(document_id)
             else:
                 self.workspace.update(document_id, text)
+
+
+def _follows(prefix: str, length: int, tail: str, text: str) -> bool:
+    """Is `prefix` the prefix a suggestion was shown at, with the suggestion typed after it?"""
+    return len(prefix) == length + len(text) and prefix.endswith(tail + text)
