@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 SPEC   := $(VENV)/bin/spec-lsp
 STAMP  := $(VENV)/.installed
 
-.PHONY: install models demo test lint typecheck bench replay clean editors-vscode-e2e editors-neovim-e2e
+.PHONY: install models demo test lint typecheck bench replay soak clean editors-vscode-e2e editors-neovim-e2e
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,16 @@ replay: models
 
 bench: models
 	$(SPEC) bench
+
+# Not in `make test`: half an hour of editor-like typing against the real server with SmolLM2
+# and the auto drafter (small enough that answers keep up on a laptop, so every path runs);
+# FAILED on an error answer, a request left unanswered, a document's text differing, or RSS
+# growing over 50 MB after the warm-up. Another run: make soak SOAK_ARGS="--minutes 30
+# --drafter auto" (the default Qwen model), or SOAK_ARGS="--backend fake --keys-per-second 200
+# --minutes 2" (no model). The report goes to bench/out/soak.md, the server's stderr beside it.
+SOAK_ARGS ?= --model smollm2-135m --drafter auto --minutes 30 --sample-s 60 --out bench/out/soak.md
+soak: models
+	$(PY) -m spec_lsp.bench.soak $(SOAK_ARGS)
 
 # real editors, not in `make test` (downloads Node, code-server, Neovim into editors/.cache)
 editors-vscode-e2e: install

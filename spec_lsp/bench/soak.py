@@ -1,321 +1,269 @@
-"""Soak: the real server over stdio for --minutes, a scripted user typing into documents.
+"""Soak: the real server over stdio while a scripted user edits documents as in an editor.
 
-Not part of the tests (it takes half an hour by default). The user types this repository's own
-Python files character by character (a completion request after every keystroke, as editors
-do), accepts some suggestions whole, deletes now and then, switches between documents, and
-closes and reopens them. RSS of the server is sampled every --sample-s seconds; at the end a
-table of RSS and answer latency per sample period, and the totals, are printed.
+Not part of the tests (`make soak`: half an hour). The user (`soak_typist`) edits this
+repository's Python files key by key: types, backspaces, accepts suggestions, moves the cursor
+to other lines, pastes and deletes blocks of lines, switches documents, closes and reopens
+them. After each change an Automatic inline completion request follows, and the previous one
+of the document, if still open, is cancelled with `$/cancelRequest` (as VS Code does). Pace:
+human-like (--keystroke-s, random gaps) or steady (--keys-per-second); it stops after
+--minutes or --keys.
 
-    .venv/bin/python -m spec_lsp.bench.soak --minutes 30 --model ~/.cache/spec-lsp/models/...gguf
+    .venv/bin/python -m spec_lsp.bench.soak --minutes 30 --drafter auto
+    .venv/bin/python -m spec_lsp.bench.soak --backend fake --keys-per-second 200 --minutes 2
 
-Exit status 1 when the server died, a request went unanswered or was answered twice, or the
-RSS grew by more than --max-growth-mb between the end of the first period and the end.
-Longer than 300 lines: the JSON-RPC client, the scripted typist and the report of one run.
+The server's stderr goes to a file (--stderr, printed). Every --sample-s the RSS of the server
+and its children is read; the report is a markdown table per period (latency p50/p95 of the
+answers, outcomes, the requests still open at its end) and the totals, also written to --out.
+
+Exit status 1 (FAILED, each reason printed with the server's stderr around errors) when: the
+server died or stopped reading; any answer was an error (printed with its request as it comes;
+RequestCancelled for a request the client cancelled is not one); a request was still open
+--drain-s after the typing stopped (the server then gets SIGABRT, and its stderr ends with every
+thread's stack), or was answered twice; the server's text of a document differs from the
+client's (specLsp/document); RSS grew by more than --max-growth-mb from the end of the warm-up
+(--warmup-s) to the end.
+
+Modules: soak_args (flags), soak_client (JSON-RPC and the ledger of requests), soak_typist
+(the user), soak_report (RSS, periods, table, stderr excerpts).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import math
+import os
 import random
+import shlex
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from spec_lsp.bench.common import ROOT
+from spec_lsp.bench.soak_args import options, parse, server_command, warmup_s
+from spec_lsp.bench.soak_client import Client, Ledger, clock
+from spec_lsp.bench.soak_report import (
+    HEADER,
+    Period,
+    Sampler,
+    baseline_index,
+    growth_mb,
+    percentile,
+    row,
+    stderr_excerpts,
+    table,
+    tail,
+)
+from spec_lsp.bench.soak_typist import Document, Typist
+
+STALL_S = 10.0  # the server reading nothing of its stdin this long fails the run
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+class Soak:
+    """One run: start the server, type, wait for the last answers, stop it, judge, report."""
 
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.stderr = Path(args.stderr or ROOT / "bench" / "out" / f"soak-{stamp}.stderr.log")
+        self.ledger = Ledger()
+        self.failures: list[str] = []
+        self.checks: list[asyncio.Future[None]] = []
+        self.periods: list[Period] = []
+        self.stats: dict[str, Any] = {}
+        self.note = ""
 
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-# an answer as it came (a JSON-RPC message) and the seconds it took
-Answer = tuple[dict[str, Any], float]
-
-
-class Server:
-    """JSON-RPC over the server's stdio, counting answers per id."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.next_id = 0
-        self.pending: dict[int, tuple[float, asyncio.Future[Answer]]] = {}
-        self.duplicates = 0
-        self.reader = asyncio.ensure_future(self._read())
-
-    def _write(self, obj: dict[str, Any]) -> None:
-        body = json.dumps(obj).encode()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-
-    def notify(self, method: str, params: Any) -> None:
-        self._write({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def request(self, method: str, params: Any) -> asyncio.Future[Answer]:
-        self.next_id += 1
-        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-        self.pending[self.next_id] = (time.monotonic(), future)
-        self._write({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        return future
-
-    async def _read(self) -> None:
-        stdout = self.proc.stdout
-        assert stdout is not None
-        answered: set[int] = set()
-        while True:
-            length = 0
-            while (line := (await stdout.readline()).strip()) != b"":
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if not length:
-                return
-            msg = json.loads(await stdout.readexactly(length))
-            if "method" in msg:
-                if "id" in msg:  # a request from the server: answer it (nothing to configure)
-                    self._write({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-                continue
-            if msg.get("id") in answered:
-                self.duplicates += 1
-                continue
-            answered.add(msg["id"])
-            sent, future = self.pending.pop(msg["id"], (0.0, None))
-            if future is not None and not future.done():
-                future.set_result((msg, time.monotonic() - sent))
-
-
-class Document:
-    """A file being typed: the text so far, its cursor at the end of it."""
-
-    def __init__(self, uri: str, source: str, rng: random.Random) -> None:
-        self.uri, self.source, self.rng = uri, source, rng
-        self.typed = len(source) * 2 // 5
-        self.version = 1
-
-    @property
-    def text(self) -> str:
-        return self.source[: self.typed]
-
-    def cursor(self) -> dict[str, int]:
-        text = self.text
-        return {"line": text.count("\n"), "character": len(text) - text.rfind("\n") - 1}
-
-    def change(self, server: Server, start: dict[str, int], text: str) -> None:
-        self.version += 1
-        server.notify(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": self.uri, "version": self.version},
-                "contentChanges": [{"range": {"start": start, "end": self.cursor()}, "text": text}],
-            },
+    async def run(self) -> int:
+        args = self.args
+        self.stderr.parent.mkdir(parents=True, exist_ok=True)
+        command = server_command(args)
+        print(f"server: {shlex.join(command)}\nserver stderr: {self.stderr}", file=sys.stderr)
+        with self.stderr.open("wb") as err:
+            self.proc = await asyncio.create_subprocess_exec(
+                *command,
+                env={**os.environ, "PYTHONFAULTHANDLER": "1"},  # stacks on a crash or SIGABRT
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=err,
+                limit=2**22,
+            )
+        self.client = Client(self.proc, self.ledger, time.monotonic())
+        self.client.on_error.append(
+            lambda r: print(f"ERROR answer {r.error} to {r.describe()}", file=sys.stderr)
         )
+        try:
+            loaded = await self.client.initialize(options(args), args.load_timeout_s)
+            print(f"ready in {loaded:.1f}s", file=sys.stderr)
+        except Exception as exc:
+            print(f"FAILED: the server did not start: {exc!r}", *tail(self.stderr, 30), sep="\n")
+            if self.proc.returncode is None:
+                self.proc.kill()
+            await self.proc.wait()
+            return 1
+        rng = random.Random(args.seed)
+        files = sorted((ROOT / "spec_lsp").rglob("*.py"))
+        chosen = rng.sample(files, min(args.documents, len(files)))
+        sources = {f"file:///soak/{p.relative_to(ROOT)}": p.read_text() for p in chosen}
+        self.typist = Typist(self.client, sources, rng)
+        await self.type(rng)
+        await self.finish()
+        return self.report()
 
+    def check(self, doc: Document) -> None:
+        self.checks.append(asyncio.ensure_future(self.typist.check(doc)))
 
-class Typist:
-    def __init__(self, server: Server, files: list[Path], rng: random.Random) -> None:
-        self.server, self.rng = server, rng
-        self.docs = [
-            Document(f"file:///soak/{p.name}", p.read_text(), rng)
-            for p in files
-            if p.stat().st_size
+    async def type(self, rng: random.Random) -> None:
+        args, client, proc = self.args, self.client, self.proc
+        sampler = Sampler(self.ledger, self.typist, proc.pid)
+        client.started = started = time.monotonic()  # t = 0: the first key
+        print(HEADER, file=sys.stderr, flush=True)
+        self.wall = time.time()
+        end = started + args.minutes * 60 if args.minutes is not None else math.inf
+        next_sample, next_key, keys = args.sample_s, started, 0
+        while time.monotonic() < end and (args.keys is None or keys < args.keys):
+            if proc.returncode is not None or client.broken:
+                self.failures.append(
+                    f"the server died at t={client.now():.1f}s (exit status {proc.returncode}, "
+                    f"{client.broken or 'stdout open'})"
+                )
+                break
+            self.typist.tick()
+            keys += 1
+            try:
+                await client.flush(STALL_S)
+            except (TimeoutError, asyncio.TimeoutError):
+                self.failures.append(f"the server read nothing of its stdin for {STALL_S:.0f}s")
+                break
+            except ConnectionError as exc:
+                self.failures.append(f"writing to the server: {exc!r}")
+                break
+            if args.keys_per_second:  # steady; when behind, on from now rather than a burst
+                next_key = max(next_key + 1 / args.keys_per_second, time.monotonic() - 0.1)
+                delay = next_key - time.monotonic()
+            else:
+                delay = rng.expovariate(1 / args.keystroke_s)
+            await asyncio.sleep(max(0.0, delay))
+            if client.now() >= next_sample:
+                self.periods.append(sampler.sample(client.now()))
+                print(
+                    row(self.periods[-1]), file=sys.stderr, flush=True
+                )  # as it goes; the table at the end
+                self.check(self.typist.current)
+                next_sample += args.sample_s
+        self.typing_s = client.now()
+        if not self.periods or self.typing_s - self.periods[-1].t > 0.5:
+            self.periods.append(sampler.sample(self.typing_s))
+        self.backlog = len(self.ledger.open)
+
+    async def finish(self) -> None:
+        """Wait for the last answers (and the server's text of every document), then stop it."""
+        client, proc = self.client, self.proc
+        alive = proc.returncode is None and not client.broken
+        if alive:
+            for doc in self.typist.docs:
+                self.check(doc)
+        waited = time.monotonic()
+        while self.ledger.open and time.monotonic() - waited < self.args.drain_s:
+            if client.broken:
+                break
+            await asyncio.sleep(0.05)
+        self.drained_s = time.monotonic() - waited
+        self.left = self.ledger.close(client.now())
+        for check in self.checks:
+            check.cancel()
+        if alive and client.broken:
+            self.failures.append(f"the server died after the typing: {client.broken}")
+        elif alive:
+            with contextlib.suppress(Exception):  # a server that does not answer: none
+                self.stats = await client.call("specLsp/stats", None, 30)
+            if self.left and self.args.stacks:  # why: every thread's stack, into its stderr
+                proc.send_signal(signal.SIGABRT)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 30)
+                self.note = (
+                    "requests were left open: the server was sent SIGABRT (after the stats above),"
+                    " so its stderr ends with every thread's stack (--no-stacks: not)"
+                )
+                alive = False  # its exit status is the abort's
+            else:
+                try:
+                    await client.call("shutdown", None, 30)
+                    client.notify("exit", None)
+                    await asyncio.wait_for(proc.wait(), 30)
+                except Exception as exc:
+                    self.failures.append(f"the server did not shut down: {exc!r}")
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        elif alive and proc.returncode != 0:
+            self.failures.append(f"the server exited with status {proc.returncode}")
+
+    def report(self) -> int:
+        args, ledger, keys, periods = self.args, self.ledger, self.typist.keys, self.periods
+        failures = self.failures + ledger.failures()
+        failures += [f"document differs: {m}" for m in self.typist.mismatches]
+        warmup = warmup_s(args)
+        growth = growth_mb(periods, warmup)
+        if not growth <= args.max_growth_mb:  # nan fails too
+            failures.append(f"RSS grew {growth:+.1f} MB after the warm-up ({args.max_growth_mb})")
+        base = periods[baseline_index(periods, warmup)]
+        base.baseline = True
+        pace = f"{args.keys_per_second:g} keys/s" if args.keys_per_second else "human pace"
+        model = "fake backend" if args.backend == "fake" else (args.model or "default model")
+        every = [s for _, s in ledger.latencies]
+        rss = [p.rss_mb for p in periods if not math.isnan(p.rss_mb)] or [math.nan]
+        cancels = sum(r.cancelled is not None for r in ledger.requests.values())
+        answers = ", ".join(f"{k} {ledger.outcomes[k]}" for k in ("items", "empty", "cancelled"))
+        lines = [
+            f"{model}, drafter {args.drafter}, {len(self.typist.docs)} documents, {pace}, "
+            f"seed {args.seed}: typed {self.typing_s:.0f}s from {clock(self.wall)} (t=0)",
+            f"- keys: {sum(keys.values())} ({sum(keys.values()) / self.typing_s:.1f}/s): "
+            + ", ".join(f"{k} {n}" for k, n in keys.most_common()),
+            f"- inline completions: {ledger.sent_inline} sent, $/cancelRequest for {cancels}; "
+            f"answers {answers}, error {ledger.outcomes['error']}",
+            f"- latency ms (items and empty answers): p50 {percentile(every, 0.5) * 1000:.0f}, "
+            f"p95 {percentile(every, 0.95) * 1000:.0f}, p99 {percentile(every, 0.99) * 1000:.0f},"
+            f" max {max(every, default=math.nan) * 1000:.0f}",
+            f"- open when the typing stopped: {self.backlog}; "
+            f"after waiting {self.drained_s:.1f}s: {len(self.left)}",
+            f"- RSS MB (server and children): {base.rss_mb:.1f} at the end of the warm-up "
+            f"(t={base.t:.0f}s), {rss[-1]:.1f} at the end, max {max(rss):.1f}; "
+            f"growth {growth:+.1f} (limit {args.max_growth_mb:g})",
         ]
-        self.latencies: list[tuple[float, float]] = []  # (when answered, seconds)
-        self.outcomes = {"items": 0, "empty": 0, "error": 0}
-        self.current = self.docs[0]
-        for doc in self.docs:
-            self.open(doc)
-
-    def open(self, doc: Document) -> None:
-        item = {"uri": doc.uri, "languageId": "python", "version": doc.version, "text": doc.text}
-        self.server.notify("textDocument/didOpen", {"textDocument": item})
-
-    async def keystroke(self) -> None:
-        rng, doc, server = self.rng, self.current, self.server
-        roll = rng.random()
-        if roll < 0.02:  # switch documents
-            self.current = rng.choice(self.docs)
-            return
-        if roll < 0.025:  # close and reopen
-            server.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})
-            doc.version = 1
-            self.open(doc)
-            return
-        before = doc.cursor()
-        if roll < 0.08 and doc.typed > 0:  # backspace
-            doc.typed -= 1
-            doc.version += 1
-            server.notify(
-                "textDocument/didChange",
-                {
-                    "textDocument": {"uri": doc.uri, "version": doc.version},
-                    "contentChanges": [
-                        {"range": {"start": doc.cursor(), "end": before}, "text": ""}
-                    ],
-                },
-            )
-            return
-        if doc.typed >= len(doc.source):  # done: start over from 40 %
-            doc.typed = len(doc.source) * 2 // 5
-            doc.version += 1
-            server.notify(
-                "textDocument/didChange",
-                {
-                    "textDocument": {"uri": doc.uri, "version": doc.version},
-                    "contentChanges": [{"text": doc.text}],
-                },
-            )
-            return
-        doc.typed += 1
-        doc.version += 1
-        server.notify(
-            "textDocument/didChange",
-            {
-                "textDocument": {"uri": doc.uri, "version": doc.version},
-                "contentChanges": [
-                    {"range": {"start": before, "end": before}, "text": doc.source[doc.typed - 1]}
-                ],
-            },
-        )
-        params = {
-            "textDocument": {"uri": doc.uri},
-            "position": doc.cursor(),
-            "context": {"triggerKind": 2},
-        }
-        asyncio.ensure_future(self._answer(server.request("textDocument/inlineCompletion", params)))
-
-    async def _answer(self, future: asyncio.Future[Answer]) -> None:
-        msg, seconds = await future
-        if "error" in msg:
-            self.outcomes["error"] += 1
-            return
-        items = (msg.get("result") or {}).get("items") or []
-        self.outcomes["items" if items else "empty"] += 1
-        self.latencies.append((time.monotonic(), seconds))
-        if items and self.rng.random() < 0.3:  # accept: type what matches the file at once
-            doc = self.current
-            suggestion = items[0]["insertText"]
-            rest = doc.source[doc.typed :]
-            n = next((i for i, (a, b) in enumerate(zip(suggestion, rest)) if a != b), None)
-            n = min(len(suggestion), len(rest)) if n is None else n
-            if n:
-                before = doc.cursor()
-                doc.typed += n
-                doc.version += 1
-                self.server.notify(
-                    "textDocument/didChange",
-                    {
-                        "textDocument": {"uri": doc.uri, "version": doc.version},
-                        "contentChanges": [
-                            {"range": {"start": before, "end": before}, "text": rest[:n]}
-                        ],
-                    },
-                )
-
-
-async def soak(args: argparse.Namespace) -> int:
-    command = [sys.executable, "-m", "spec_lsp.cli", "serve", "--model", args.model]
-    proc = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        limit=2**22,
-    )
-    server = Server(proc)
-    rng = random.Random(args.seed)
-    options = {"drafter": args.drafter, "maxTokens": args.max_tokens}
-    if args.draft_model:
-        options["draftModel"] = args.draft_model
-    await server.request("initialize", {"capabilities": {}, "initializationOptions": options})
-    server.notify("initialized", {})
-    loaded = time.monotonic()
-    while not (await server.request("specLsp/stats", None))[0]["result"]["ready"]:
-        await asyncio.sleep(0.2)
-    print(f"model ready in {time.monotonic() - loaded:.1f}s", file=sys.stderr)
-    files = sorted((ROOT / "spec_lsp").rglob("*.py"))
-    typist = Typist(server, rng.sample(files, min(args.documents, len(files))), rng)
-
-    started = time.monotonic()
-    end = started + args.minutes * 60
-    samples: list[tuple[float, float, int, float, float]] = []
-    next_sample, last_count = started + args.sample_s, 0
-    while time.monotonic() < end and proc.returncode is None:
-        await typist.keystroke()
-        await asyncio.sleep(rng.expovariate(1 / args.keystroke_s))
-        if time.monotonic() >= next_sample:
-            period = [s for t, s in typist.latencies[last_count:]]
-            last_count = len(typist.latencies)
-            samples.append(
-                (
-                    time.monotonic() - started,
-                    rss_mb(proc.pid),
-                    len(period),
-                    percentile(period, 0.5) * 1000,
-                    percentile(period, 0.95) * 1000,
-                )
-            )
-            next_sample += args.sample_s
-    alive = proc.returncode is None
-    await asyncio.sleep(3)  # the last answers
-    unanswered = sum(1 for _, f in server.pending.values() if not f.done())
-    stats = (await server.request("specLsp/stats", None))[0]["result"] if alive else {}
-    if alive:
-        await server.request("shutdown", None)
-        server.notify("exit", None)
-        await asyncio.wait_for(proc.wait(), 30)
-
-    print(f"{'t (s)':>8} {'RSS MB':>8} {'answers':>8} {'p50 ms':>8} {'p95 ms':>8}")
-    for t, rss, n, p50, p95 in samples:
-        print(f"{t:8.0f} {rss:8.1f} {n:8d} {p50:8.0f} {p95:8.0f}")
-    everything = [s for _, s in typist.latencies]
-    rss_values = [s[1] for s in samples]
-    growth = rss_values[-1] - rss_values[0] if rss_values else float("nan")
-    print(
-        f"\n{args.minutes:g} min, {len(typist.docs)} documents: {server.next_id} requests, "
-        f"answers {typist.outcomes}, unanswered {unanswered}, answered twice {server.duplicates}"
-    )
-    print(
-        f"latency ms: p50 {percentile(everything, 0.5) * 1000:.0f}, "
-        f"p95 {percentile(everything, 0.95) * 1000:.0f}, "
-        f"p99 {percentile(everything, 0.99) * 1000:.0f}, max {max(everything, default=0) * 1000:.0f}"
-    )
-    if rss_values:
+        if self.stats:
+            keep = ("server_requests", "pending", "latency_ms_p50", "latency_ms_p95")
+            shown = {k: self.stats[k] for k in keep if k in self.stats}
+            lines.append(f"- server stats: {json.dumps(shown)}")
+        report = "\n".join([table(periods), "", *lines, "", "FAILED" if failures else "OK"])
+        print(report)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            title = f"Soak: `python -m spec_lsp.bench.soak {shlex.join(sys.argv[1:])}`"
+            Path(args.out).write_text(f"{title}\n\n{report}\n")
+            print(f"report written to {args.out}")
+        log = tail(self.stderr, 10**9)
+        warnings = sum(" WARNING " in line for line in log)
+        errors = sum(" ERROR " in line or "Traceback" in line for line in log)
         print(
-            f"RSS MB: first sample {rss_values[0]:.1f}, last {rss_values[-1]:.1f}, "
-            f"max {max(rss_values):.1f}, growth {growth:+.1f}"
+            f"server stderr: {self.stderr} ({len(log)} lines, {warnings} warnings, {errors} errors)"
         )
-    if stats:
-        keep = ("server_requests", "pending", "latency_ms_p50", "latency_ms_p95", "acceptance")
-        print("server stats:", json.dumps({k: stats.get(k) for k in keep}))
-    ok = alive and unanswered == 0 and server.duplicates == 0 and growth <= args.max_growth_mb
-    print("OK" if ok else "FAILED")
-    return 0 if ok else 1
+        if failures:
+            print(f"\nFAILED ({len(failures)}):", *failures[:50], sep="\n- ")
+            if len(failures) > 50:
+                print(f"... and {len(failures) - 50} more")
+            if self.note:
+                print(f"\n{self.note}")
+            excerpt = stderr_excerpts(self.stderr) or tail(self.stderr, 20)
+            print(f"\nserver stderr ({self.stderr}):", *excerpt, sep="\n  ")
+        return 1 if failures else 0
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--minutes", type=float, default=30.0)
-    parser.add_argument("--model", required=True, help="target GGUF")
-    parser.add_argument("--draft-model", default=None)
-    parser.add_argument("--drafter", default="ngram")
-    parser.add_argument("--max-tokens", type=int, default=32)
-    parser.add_argument("--documents", type=int, default=5)
-    parser.add_argument("--sample-s", type=float, default=10.0, help="RSS sampling period")
-    parser.add_argument("--keystroke-s", type=float, default=0.15, help="mean time per key")
-    parser.add_argument("--max-growth-mb", type=float, default=50.0)
-    parser.add_argument("--seed", type=int, default=0)
-    return asyncio.run(soak(parser.parse_args()))
+    return asyncio.run(Soak(parse(description=__doc__.split("\n")[0])).run())
 
 
 if __name__ == "__main__":
