@@ -11,6 +11,9 @@
    (and of every step of its generator handlers, didChange's among them) in `_request_futures`
    under a fresh uuid and never removes it: one per keystroke, about 2 KB each with its params,
    RSS rising in a straight line all day. Here a Future leaves the table once it is done.
+5. A `$/cancelRequest` for a request already answered is normal (the answer and the cancel
+   cross on the wire, once per keystroke while typing fast): pygls warns each time; here it is
+   a debug line.
 """
 
 from __future__ import annotations
@@ -98,6 +101,12 @@ class SpecProtocol(LanguageServerProtocol):
             callback(future)
 
         super()._execute_handler(msg_id, handler, forget_then, args, kwargs)
+
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        if msg_id not in self._request_futures:
+            log.debug("$/cancelRequest for %r, already answered", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:

@@ -8,6 +8,7 @@ per keystroke (about 2 KB each with its didChange params), a straight line of RS
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from lsprotocol import types as lsp
 
@@ -75,4 +76,16 @@ async def test_a_document_closed_and_opened_again_at_once_stays_indexed():
     assert workspace.documents() == [URI]
     assert workspace.text(URI) == "second = 2\n"
     assert protocol._request_futures == {}
+    server.scheduler.join()
+
+
+async def test_cancelling_a_request_already_answered_is_not_a_warning(caplog):
+    """While typing fast the client's $/cancelRequest crosses the answer on the wire: once per
+    keystroke, not worth a warning (pygls logs one each time: 10,890 lines in 2 minutes)."""
+    server = build_server(Settings(), build_engine(Settings(), backend="fake"))
+    protocol = server.protocol
+    with caplog.at_level(logging.INFO):
+        protocol._handle_notification("$/cancelRequest", lsp.CancelParams(id=99))
+        await asyncio.sleep(0.01)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
     server.scheduler.join()
