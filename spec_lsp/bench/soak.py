@@ -122,6 +122,7 @@ class Soak:
         client.started = started = time.monotonic()  # t = 0: the first key
         print(HEADER, file=sys.stderr, flush=True)
         self.wall = time.time()
+        self.load = [os.getloadavg()[0]]  # other work on the machine slows the answers
         end = started + args.minutes * 60 if args.minutes is not None else math.inf
         next_sample, next_key, keys = args.sample_s, started, 0
         while time.monotonic() < end and (args.keys is None or keys < args.keys):
@@ -155,6 +156,7 @@ class Soak:
                 self.check(self.typist.current)
                 next_sample += args.sample_s
         self.typing_s = client.now()
+        self.load.append(os.getloadavg()[0])
         if not self.periods or self.typing_s - self.periods[-1].t > 0.5:
             self.periods.append(sampler.sample(self.typing_s))
         self.backlog = len(self.ledger.open)
@@ -233,6 +235,8 @@ class Soak:
             f"- RSS MB (server and children): {base.rss_mb:.1f} at the end of the warm-up "
             f"(t={base.t:.0f}s), {rss[-1]:.1f} at the end, max {max(rss):.1f}; "
             f"growth {growth:+.1f} (limit {args.max_growth_mb:g})",
+            f"- machine: {os.cpu_count()} CPUs, load average (1 min) {self.load[0]:.1f} when the "
+            f"typing started, {self.load[-1]:.1f} when it stopped",
         ]
         if self.stats:
             keep = ("server_requests", "pending", "latency_ms_p50", "latency_ms_p95")
