@@ -9,7 +9,8 @@ module per benchmark, each importing those and never another benchmark:
 - `policy_replay`: the adaptive policy replayed over collected greedy outputs (no timing noise);
 - `replay`: keystroke replay over LSP (types `replay_source.py` into `spec-lsp serve`);
 - `fim_quality`: held-out infilling, plain PSM against the typing layout;
-- `soak`: the real server for half an hour under a scripted typist.
+- `soak` (with `soak_args`, `soak_client`, `soak_typist`, `soak_report`): the real server
+  under an editor-like scripted typist.
 
 The scripts run as `python -m spec_lsp.bench.<name>`; `policy_replay` and `soak` find their
 files from the repository root (`common.ROOT`), `spec-lsp bench` writes to its --out.
