@@ -80,7 +80,7 @@ class Soak:
         args = self.args
         self.stderr.parent.mkdir(parents=True, exist_ok=True)
         command = server_command(args)
-        print(f"server: {" ".join(command)}\nserver stderr: {self.stderr}", file=sys.stderr)
+        print(f"server: {' '.join(command)}\nserver stderr: {self.stderr}", file=sys.stderr)
         with self.stderr.open("wb") as err:
             self.proc = await asyncio.create_subprocess_exec(
                 *command,
@@ -245,7 +245,7 @@ class Soak:
         print(report)
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            title = f"Soak: `python -m spec_lsp.bench.soak {" ".join(sys.argv[1:])}`"
+            title = f"Soak: `python -m spec_lsp.bench.soak {' '.join(sys.argv[1:])}`"
             Path(args.out).write_text(f"{title}\n\n{report}\n")
             print(f"report written to {args.out}")
         log = tail(self.stderr, 10**9)
