@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.test_layering import statements
+
 ROOT = Path(__file__).resolve().parents[2] / "spec_lsp"
 
 # Top-level layers, lowest first: a module may import its own layer's modules and lower ones.
@@ -48,17 +50,10 @@ def graph(root: Path) -> dict[str, set[str]]:
     for name, path in files.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, base] if base else anchor)
-                for alias in node.names:
-                    sub = f"{base}.{alias.name}"
-                    found.add(sub if sub in files else base)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for base, names in statements(tree, package.split(".")):
+            subs = [f"{base}.{n}" for n in names]  # a submodule where one is named, else base
+            found.update([s if s in files else base for s in subs] or [base])
         edges[name] = {m for m in found if m in files and m != name}
     return edges
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,21 +28,29 @@ def _package(rel: str) -> list[str]:
     return ["spec_lsp", *rel.split("/")][:-1]  # for __init__.py too: its package is its folder
 
 
-def imports(path: Path, rel: str) -> set[str]:
-    """Every module name the file imports, absolute, with `from m import n` also as `m.n`."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+def statements(tree: ast.AST, package: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """Each import statement as (module, names): `import m` -> (m, []), `from m import a, b` ->
+    (m, [a, b]), relative imports resolved against `package` (a file's package, as parts)."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            yield from ((alias.name, []) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:  # relative: resolve against the file's package
-                package = _package(rel)
-                package = package[: len(package) - node.level + 1]
-                base = ".".join([*package, base] if base else package)
-            found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Call) and node.args and _is_dynamic_import(node.func):
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base, [alias.name for alias in node.names]
+
+
+def imports(path: Path, rel: str) -> set[str]:
+    """Every module name the file imports, absolute, with `from m import n` also as `m.n`."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for base, names in statements(tree, _package(rel)):
+        found.add(base)
+        found.update(f"{base}.{name}" for name in names)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and _is_dynamic_import(node.func):
             first = node.args[0]
             if isinstance(first, ast.Constant) and isinstance(first.value, str):
                 found.add(first.value)
