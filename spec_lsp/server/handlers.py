@@ -14,7 +14,7 @@ from urllib.parse import unquote
 
 from lsprotocol import types as lsp
 
-from spec_lsp.server import convert
+from spec_lsp.server import convert, heap
 from spec_lsp.server.language_server import SpecLanguageServer
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,8 @@ def document_changed(
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
     """The engine releases what it held for the document, on its worker thread (after the
-    generation running there, which may be the document's own)."""
+    generation running there, which may be the document's own), and the freed pages go back to
+    the system."""
     uri = params.text_document.uri
     engine = ls.scheduler.engine
     keys = {uri, unquote(uri)}  # whichever spelling the requests used
@@ -90,6 +91,7 @@ async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocume
     def close() -> None:
         for key in keys:
             engine.document_closed(key)
+        heap.return_freed_memory()  # what the document held, back to the system
 
     if ls.scheduler.closed:
         return

@@ -1,6 +1,6 @@
 """Many large documents opened, completed in and closed, round after round: the server keeps
 nothing of them (its memory figures return to where they started after each round) and its
-resident memory stops growing once the first round has set the allocator's high-water mark."""
+resident memory sets no new high once the first rounds have set the allocator's high-water mark."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from tests.e2e.conftest import SERVER, inline, open_doc, start, stats, wait_read
 
 DOCUMENTS = 200
 LINES = 2000
-# resident memory at the end of the last round against the round before it. Round 1 only sets
-# the allocator's high-water mark: freed memory stays with the process, fragmented, and the next
-# round's peak lands partly beside it (measured: +37 MB after round 2, then +0.3 and +0.1 MB
-# after rounds 3 and 4, while the engine's traced Python memory stays the same to 1 KB)
+# resident memory at the end of the last round against the highest of the rounds before it.
+# Without returning freed pages to the system (server/heap.py) it climbed round after round until
+# the allocator's fragmentation settled (measured: 346, 383, 413 MB after rounds 1-3 on one
+# machine; 349, 375, 406, 406, 406 on another); with it: 293, 367, 366, 293 MB
 RSS_GROWTH_MB = 4.0
 ROUNDS = tuple(range(1, int(os.environ.get("SPEC_LSP_MEMORY_ROUNDS", "3")) + 1))
 
@@ -88,9 +88,20 @@ async def test_documents_closed_leave_nothing_behind(client: LanguageClient):
         assert figures(memory) == start_memory, round_
         workspace = memory["workspace"]
         assert workspace["accepted"] <= workspace["max_accepted"]
-        rss.append(memory["rss_mb"])
+        rss.append(await quiet_rss(client))
     print(f"rss_mb after each round: {rss}; memory held at the start and after each: {memory}")
-    assert rss[-1] - rss[-2] <= RSS_GROWTH_MB, rss
+    assert rss[-1] <= max(rss[:-1]) + RSS_GROWTH_MB, rss
+
+
+async def quiet_rss(client: LanguageClient, seconds: float = 1.5) -> float:
+    """The resident memory once the server is idle: the lowest of a few readings (the last
+    close's pages go back to the system just after its figures are released)."""
+    readings = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        readings.append(_plain((await stats(client)).memory)["rss_mb"])
+        await asyncio.sleep(0.1)
+    return min(readings)
 
 
 def _plain(value: Any) -> Any:
