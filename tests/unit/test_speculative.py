@@ -176,6 +176,50 @@ def test_cancellation_between_rounds():
         )
 
 
+
+def test_a_draft_model_catching_up_stops_at_a_cancel():
+    """A jump leaves hundreds of tokens for the draft model to evaluate before it drafts: a
+    cancel lands between its chunks, not after the whole context."""
+    draft = fake_target()
+    drafter = ModelDrafter(draft, target=fake_target())
+    context = [1 + i % (VOCAB - 1) for i in range(500)]
+    checks = 0
+
+    def check() -> None:
+        nonlocal checks
+        checks += 1
+        if checks > 2:
+            raise Cancelled("newer request")
+
+    request = DraftRequest(context, 4, SamplingParams(), np.random.default_rng(0), check=check)
+    with pytest.raises(Cancelled):
+        drafter.draft(request)
+    assert 0 < len(draft.tokens) < 200  # two chunks kept for the next request, not all 500
+    drafter.draft(DraftRequest(context, 4, SamplingParams(), np.random.default_rng(0)))
+    assert draft.tokens[: len(context)] == context
+
+
+def test_the_decode_loop_hands_its_cancel_to_the_drafter():
+    token = CancelToken()
+
+    class CancelledWhileDrafting(Drafter):
+        def draft(self, request: DraftRequest) -> Draft:
+            token.cancel("newer request")  # the newer keystroke arrives mid-draft
+            assert request.check is not None
+            request.check()
+            return Draft([1, 2])
+
+    with pytest.raises(Cancelled):
+        generate(
+            fake_target(),
+            CancelledWhileDrafting(),
+            FixedPolicy(4),
+            DecodeJob([1, 2], 10, SamplingParams(), frozenset()),
+            cancel=token,
+            rng=np.random.default_rng(0),
+            stats=DecodeStats(),
+        )
+
 # -- speculative sampling keeps the target distribution ---------------------------------------
 
 P = np.array([0.5, 0.2, 0.15, 0.1, 0.05])

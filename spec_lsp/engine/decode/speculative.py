@@ -122,7 +122,7 @@ def generate(
         stats.continuation_drafted += len(draft.tokens)
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
-            draft = _draft(drafter, policy, job, out, rng, room, shadows)
+            draft = _draft(drafter, policy, job, out, rng, room, shadows, cancel)
             drafting = time.perf_counter() - t
             model_seconds += drafting
             stats.draft_seconds += drafting
@@ -161,6 +161,7 @@ def _draft(
     rng: np.random.Generator,
     room: int,
     shadows: Shadows,
+    cancel: CancelToken,
 ) -> Draft:
     """This round's draft. A free lookup proposes first (as far as the policy would ever draft)
     and the policy sizes it from the proposal's match strength; a proposal not verified is kept
@@ -170,7 +171,9 @@ def _draft(
         limit = min(policy.draft_max, room)
         if limit <= 0:
             return Draft([])
-        proposal = drafter.draft(DraftRequest(context, limit, job.sampling, rng))
+        proposal = drafter.draft(
+            DraftRequest(context, limit, job.sampling, rng, check=cancel.raise_if_cancelled)
+        )
         if drafter.sizes_itself:
             return proposal
         k = min(policy.choose_k(proposal.strength), len(proposal.tokens), room)
@@ -186,7 +189,13 @@ def _draft(
     if shadow and policy.shadow_k() <= 0:
         return Draft([])
     request = DraftRequest(
-        context, k or policy.shadow_k(), job.sampling, rng, policy.min_confidence(), shadow=shadow
+        context,
+        k or policy.shadow_k(),
+        job.sampling,
+        rng,
+        policy.min_confidence(),
+        shadow=shadow,
+        check=cancel.raise_if_cancelled,
     )
     draft = drafter.draft(request)
     if shadow:

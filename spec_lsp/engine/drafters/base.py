@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,6 +31,9 @@ class DraftRequest:
     rng: np.random.Generator
     min_confidence: float = 0.0  # stop drafting when the draft's top probability falls below
     shadow: bool = False  # an unverified proposal, only scored: costly sources need not run
+    # raises Cancelled when the request was cancelled: a draft model catching up on a new
+    # context (hundreds of tokens after a jump) checks it between chunks
+    check: Callable[[], None] | None = None
 
 
 class Drafter(Protocol):

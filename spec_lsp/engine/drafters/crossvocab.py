@@ -91,7 +91,7 @@ class CrossVocabDrafter(Drafter):
             if allowed.size > 1:
                 healed, plan = self.model.token_bytes(plan[-1]), plan[:-1]
         started = time.perf_counter()
-        logits, evaluated = sync(self.model, plan)
+        logits, evaluated = sync(self.model, plan, check=request.check)
         self.last_catch_up = (evaluated, time.perf_counter() - started)
         self._see(self.model.tokens)
         if healed:

@@ -35,7 +35,7 @@ class ModelDrafter(Drafter):
 
     def draft(self, request: DraftRequest) -> Draft:
         started = time.perf_counter()
-        logits, evaluated = sync(self.model, request.context)
+        logits, evaluated = sync(self.model, request.context, check=request.check)
         self.last_catch_up = (evaluated, time.perf_counter() - started)
         tokens: list[int] = []
         probs: list[np.ndarray] = []
