@@ -108,3 +108,33 @@ def test_missing_and_non_gguf_files_are_clear_errors(tmp_path):
     truncated.write_bytes(b"GGUF" + b"\0" * 64)
     with pytest.raises(EngineError, match="could not load"):
         LlamaModel(str(truncated), n_ctx=256)
+
+
+def test_unset_threads_follow_the_free_cores(smollm2_path):
+    """threads unset: each decode takes the count the machine leaves free (backends/threads.py),
+    and llama.cpp's context is told when it changes."""
+    model = LlamaModel(str(smollm2_path), n_ctx=256, threads=None)
+    try:
+        answers = iter([1, 1, 2])
+
+        class Stub:
+            others = 0.0
+
+            def choose(self) -> int:
+                return next(answers)
+
+        model._chooser = Stub()  # type: ignore[assignment]
+        tokens = model.tokenize("def add(a, b):")
+        model.evaluate(tokens[:2], logits_from=1)
+        assert model.threads == 1 and model._lib.llama_n_threads(model._ctx) == 1
+        model.evaluate(tokens[2:3], logits_from=0)
+        model.evaluate(tokens[3:4], logits_from=0)
+        assert model.threads == 2 and model._lib.llama_n_threads(model._ctx) == 2
+    finally:
+        model.close()
+    fixed = LlamaModel(str(smollm2_path), n_ctx=256, threads=1)
+    try:
+        fixed.evaluate(fixed.tokenize("x = 1"), logits_from=0)
+        assert fixed._chooser is None and fixed._lib.llama_n_threads(fixed._ctx) == 1
+    finally:
+        fixed.close()

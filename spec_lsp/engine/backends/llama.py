@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_lsp.engine.backends import threads as cpu_threads
 from spec_lsp.engine.backends.base import ModelInfo, Snapshot, check_model_file
 from spec_lsp.engine.types import EngineError
 
@@ -58,7 +59,9 @@ class LlamaModel:
 
         self._lib = llama_cpp
         file = check_model_file(path, what=what)
-        threads = threads or os.cpu_count() or 1
+        # unset: as many as other programs leave free, looked at before each decode (threads.py)
+        self._chooser = None if threads else cpu_threads.SHARED
+        threads = threads or (self._chooser.choose() if self._chooser else 1)
         fix_malloc_threshold()
         if gpu_layers == 0:
             check_context_fits(file, n_ctx, what=what)
@@ -139,6 +142,7 @@ class LlamaModel:
         for start in range(0, len(tokens), self._n_batch):
             chunk = tokens[start : start + self._n_batch]
             n_out = self._fill_batch(chunk, start, logits_from)
+            self._follow_free_cores()
             rc = self._lib.llama_decode(self._ctx, self._batch)
             if rc != 0:
                 raise EngineError(
@@ -151,6 +155,20 @@ class LlamaModel:
                 )
                 rows.append(flat.reshape(n_out, self._n_vocab).copy())
         return np.concatenate(rows) if rows else np.zeros((0, self._n_vocab), dtype=np.float32)
+
+    def _follow_free_cores(self) -> None:
+        if self._chooser is None:
+            return
+        threads = self._chooser.choose()
+        if threads != self.threads:
+            self._lib.llama_set_n_threads(self._ctx, threads, threads)
+            log.debug(
+                "%s: %d threads (other programs busy on %.1f cores)",
+                self.info.name,
+                threads,
+                self._chooser.others,
+            )
+            self.threads = threads
 
     def truncate(self, n_keep: int) -> None:
         if n_keep >= len(self._tokens):
