@@ -137,6 +137,7 @@ class Engine:
         typed, rest = hit
         stats = DecodeStats(drafter=self.settings.drafter, cache="typed_through")
         self.totals.record(stats)
+        self.sources.shown(request, rest)
         return Completion(text=rest, stats=stats, typed=typed)
 
     def extends_in_flight(self, request: CompletionRequest) -> bool:
@@ -168,7 +169,8 @@ class Engine:
         )
         if self.settings.cache:
             self.suggestions.put(request, text, raw)
-        self.sources.shown(request, text)
+        if kind != "precompute":  # shown to the person (a precomputed one only when asked for)
+            self.sources.shown(request, text)
         return Completion(text=text, stats=stats, raw_text=raw)
 
     def precompute(

@@ -3,6 +3,8 @@ changes, accepted completions remembered, and `auto` choosing among sources (fak
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from spec_lsp.config import Settings
@@ -19,7 +21,8 @@ PREFIX = "class Point:\n    def __init__(self, x, y):\n"
 
 
 def engine_with(drafter: str, **extra):
-    settings = Settings(drafter=drafter, draft_policy="fixed", draft_max=8, cache=False, **extra)
+    extra = {"cache": False, **extra}
+    settings = Settings(drafter=drafter, draft_policy="fixed", draft_max=8, **extra)
     engine = build_engine(settings, backend="fake")
     engine.load()
     return engine
@@ -121,3 +124,22 @@ def test_auto_learns_each_document_apart():
         learned[document] = drafter.estimates(0.0)["ngram"]
         assert sum(learned[document].passed) + sum(learned[document].failed) > 0
     assert learned["file:///a.py"] is not learned["file:///b.py"]
+
+
+def test_a_precomputed_suggestion_is_not_an_accepted_one():
+    """Precompute asks as if the shown suggestion were accepted: that is a guess, not the
+    person's Tab. The suggestion counts as accepted when the person's next request (answered
+    from the precomputed cache) has it before the cursor."""
+    engine = engine_with("workspace", cache=True, precompute=True)
+    request = CompletionRequest(
+        prefix=PREFIX, document_id="file:///mine.py", max_tokens=24, multiline=True
+    )
+    shown = engine.complete(request, CancelToken())
+    assert shown.text
+    engine.precompute(request, shown, CancelToken())
+    assert engine.workspace.memory()["accepted"] == 0
+    after = replace(request, prefix=PREFIX + shown.text)
+    assert engine.peek(after) is not None  # the precomputed answer, from the cache
+    assert engine.workspace.memory()["accepted"] == 1
+    remembered = [engine.workspace.text(d) for d in engine.workspace.documents()]
+    assert shown.text in remembered

@@ -88,9 +88,6 @@ class DraftSources:
         """The drafter, told about this request (its document, cursor, the costs known now)."""
         self.workspace.active = request.document_id  # never trimmed from the index
         self.catch_up()
-        shown = self._shown.get(request.document_id)
-        if shown is not None and shown[2] and _follows(request.prefix, *shown):
-            self.workspace.add_accepted(shown[2])  # the last suggestion was accepted whole
         drafter = self.drafter
         lookups = [s.drafter for s in drafter.sources] if isinstance(drafter, AutoDrafter) else []
         for source in [drafter, *lookups]:
@@ -102,8 +99,12 @@ class DraftSources:
         return drafter
 
     def shown(self, request: CompletionRequest, text: str) -> None:
-        """The suggestion shown for `request` (accepted whole if the next request's prefix ends
-        with it: then it is indexed for lookup)."""
+        """The suggestion shown for `request`, the person's request (computed or from the cache;
+        never a precomputed one): if the person's next request in the document has it typed
+        or accepted whole before the cursor, it is indexed for lookup."""
+        previous = self._shown.get(request.document_id)
+        if previous is not None and previous[2] and _follows(request.prefix, *previous):
+            self.workspace.add_accepted(previous[2])  # the last suggestion was accepted whole
         self._shown[request.document_id] = (len(request.prefix), request.prefix[-SHOWN_TAIL:], text)
 
     def to_measure(self) -> Drafter | None:
