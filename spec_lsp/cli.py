@@ -19,6 +19,21 @@ def _settings_flags(parser: argparse.ArgumentParser, *, per_request: bool = True
     parser.add_argument("--model", help="target GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
     parser.add_argument("--context-size", type=int)
     parser.add_argument("--threads", type=int)
+    parser.add_argument(
+        "--engine",
+        choices=["local", "remote"],
+        help="local: the model in this process; remote: an OpenAI-compatible server",
+    )
+    parser.add_argument(
+        "--remote-url", help="--engine remote: the server, e.g. http://127.0.0.1:8080"
+    )
+    parser.add_argument(
+        "--remote-model", help="--engine remote: the served model (default: the first listed)"
+    )
+    parser.add_argument(
+        "--remote-api-key-env",
+        help="--engine remote: NAME of the environment variable holding the API key",
+    )
     if not per_request:
         return
     parser.add_argument("--draft-model", help="draft GGUF for --drafter model")

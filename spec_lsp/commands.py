@@ -105,11 +105,7 @@ def request_at(location: str, settings: Settings) -> CompletionRequest:
 def open_engine(settings: Settings, backend: str = "llama") -> Engine:
     engine = build_engine(settings, backend=backend)
     engine.load(progress=lambda msg: print(f"spec-lsp: {msg}", file=sys.stderr))
-    if (
-        settings.draft_policy == "adaptive"
-        and settings.drafter != "none"
-        and engine.profile is None
-    ):
+    if engine.needs_profile:
         print(
             "spec-lsp: measuring this machine's verify costs (once per model)...", file=sys.stderr
         )

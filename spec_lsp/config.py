@@ -8,6 +8,7 @@ the editors' settings are generated). Editor-facing names are camelCase; Python 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 ENV_PREFIX = "SPEC_LSP_"
+# settings whose rejected value is never echoed back (a key pasted where its variable's name goes)
+SECRET_LIKE = frozenset({"remoteApiKeyEnv", "remote_api_key_env"})
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Settings(BaseModel):
@@ -83,13 +87,63 @@ class Settings(BaseModel):
     max_document_chars: int = Field(
         2_000_000, ge=1000, description="Documents longer than this get no completions."
     )
+    engine: Literal["local", "remote"] = Field(
+        "local",
+        description="Where the model runs: local (in this process, on this machine's CPU/GPU) or remote (an OpenAI-compatible server at remoteUrl: vLLM, llama-server, Ollama, LM Studio, llama_cpp.server).",
+    )
+    remote_url: str | None = Field(
+        None,
+        description="engine remote: the server's base URL, e.g. http://127.0.0.1:8080 or https://gpu.example.com (a trailing /v1 is fine).",
+    )
+    remote_model: str | None = Field(
+        None,
+        description="engine remote: the model to ask for, as the server names it in /v1/models. Empty: the first model it lists.",
+    )
+    remote_api_key_env: str | None = Field(
+        None,
+        description="engine remote: the NAME of the environment variable holding the API key (e.g. OPENAI_API_KEY), sent as a Bearer token. Never the key itself. Empty: no key.",
+    )
+    remote_connect_timeout_ms: int = Field(
+        3000, ge=100, le=120_000, description="engine remote: longest wait to connect."
+    )
+    remote_timeout_ms: int = Field(
+        15_000,
+        ge=100,
+        le=600_000,
+        description="engine remote: longest wait for the server's first byte, and between streamed chunks.",
+    )
+    remote_allow_http: bool = Field(
+        False,
+        description="engine remote: allow plain http:// to a host other than this machine (code and API key then travel unencrypted). Loopback is always allowed.",
+    )
+    remote_ca_file: str | None = Field(
+        None,
+        description="engine remote: PEM file of the CA that signed the server's certificate (a private CA). Empty: the system's trust store. Certificates are always verified.",
+    )
 
-    @field_validator("model", "draft_model")
+    @field_validator("model", "draft_model", "remote_ca_file")
     @classmethod
     def _expand_path(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
         return str(Path(os.path.expandvars(value)).expanduser())
+
+    @field_validator("remote_url", "remote_model")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    @field_validator("remote_api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if not ENV_NAME.fullmatch(value.strip()):
+            raise ValueError(
+                "must be the NAME of an environment variable (letters, digits, _), "
+                "such as OPENAI_API_KEY, not the key itself"
+            )
+        return value.strip()
 
     @field_validator("fim_template")
     @classmethod
@@ -157,4 +211,5 @@ def _alias(key: str) -> str:
 
 def _describe(err: Mapping[str, Any]) -> str:
     where = ".".join(str(p) for p in err.get("loc", ())) or "settings"
-    return f"setting '{where}': {err.get('msg', 'invalid value')} (got {err.get('input')!r})"
+    got = "(value not shown)" if where in SECRET_LIKE else f"(got {err.get('input')!r})"
+    return f"setting '{where}': {err.get('msg', 'invalid value')} {got}"

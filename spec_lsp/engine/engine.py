@@ -4,6 +4,11 @@ Each stage owns its state: the loaded models (`loading`), the prompt and token h
 (`prompt`), the caches (`cache/`), the draft sources and the workspace index (`drafters/`), the
 acceptance per document (`policy/`). The engine wires them and keeps the running totals that
 `stats()` reports.
+
+With `engine: remote` the model is a server's (`loading.open_remote`): the same gate and
+post-processing, the suggestion cache, in-flight reuse and precompute; the prompt as text
+(`remote_prompt`), the server's health (`health`: backoff, one notice per problem) in place of
+the KV caches, and a stream from the server (`decode/remote`) in place of the speculative loop.
 """
 
 from __future__ import annotations
@@ -17,18 +22,21 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import calibrate, loading, postprocess
+from spec_lsp.engine.backends.remote import RemoteFault
 from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
 from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
+from spec_lsp.engine.decode.remote import StreamJob, stream_decode
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
-from spec_lsp.engine.loading import Loaded
+from spec_lsp.engine.loading import Loaded, RemoteLoaded
 from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.policy.adaptive import make_policy
 from spec_lsp.engine.policy.estimate import PolicyBook
 from spec_lsp.engine.prompt import Prompt, PromptBuilder
+from spec_lsp.engine.remote_prompt import build as build_text_prompt
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.types import (
     CancelToken,
@@ -42,6 +50,18 @@ log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 MODEL_KEYS = ("model", "context_size", "threads", "gpu_layers", "fim_template")
+REMOTE_KEYS = (
+    "remote_url",
+    "remote_model",
+    "remote_api_key_env",
+    "remote_connect_timeout_ms",
+    "remote_timeout_ms",
+    "remote_allow_http",
+    "remote_ca_file",
+    "fim_template",
+)
+# faults after which the server is asked again what it serves (it may have restarted)
+RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
 
 
 class Engine:
@@ -58,11 +78,25 @@ class Engine:
         self.continuations = Continuations()  # the last generation per document
         self.in_flight = InFlight()  # the running generation's text so far
         self.profile: cost_profile.CostProfile | None = None
+        self.remote: RemoteLoaded | None = None  # engine remote: the server in use
+        # how the user is told about a remote server's faults (the server sets it; any thread)
+        self.notify: Callable[[str], None] = lambda message: log.warning("%s", message)
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self.loaded is not None
+        return self.loaded is not None or self.remote is not None
+
+    @property
+    def needs_profile(self) -> bool:
+        """Whether the adaptive policy still needs this machine's cost profile (in-process)."""
+        s = self.settings
+        return (
+            self.remote is None
+            and s.draft_policy == "adaptive"
+            and s.drafter != "none"
+            and self.profile is None
+        )
 
     @property
     def workspace(self) -> WorkspaceIndex:
@@ -72,6 +106,13 @@ class Engine:
         """Load (or reload) the models named by the settings. Raises EngineError with the fix."""
         report = progress or (lambda _msg: None)
         self.close()
+        self.totals.engine = self.settings.engine
+        if self.settings.engine == "remote":
+            self.book.clear()
+            self._forget()
+            self.remote = loading.open_remote(self.settings, report, lambda m: self.notify(m))
+            report("ready")
+            return
         loaded = loading.open_models(self.settings, self.backend, report)
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.book.clear()
@@ -84,16 +125,22 @@ class Engine:
     def update_settings(self, settings: Settings) -> None:
         """Apply new settings; reload models only when the ones in use change."""
         old = self.settings
-        reload = any(getattr(settings, k) != getattr(old, k) for k in MODEL_KEYS) or (
-            (settings.drafter == "model" or old.drafter == "model")
-            and (settings.drafter, settings.draft_model) != (old.drafter, old.draft_model)
+        keys = REMOTE_KEYS if settings.engine == "remote" else MODEL_KEYS
+        reload = (
+            settings.engine != old.engine
+            or any(getattr(settings, k) != getattr(old, k) for k in keys)
+            or (
+                settings.engine == "local"
+                and (settings.drafter == "model" or old.drafter == "model")
+                and (settings.drafter, settings.draft_model) != (old.drafter, old.draft_model)
+            )
         )
         self.settings = settings
         self.book.clear()
         self._forget()
-        if reload or self.loaded is None:
+        if reload or not self.ready:
             self.load()
-        else:
+        elif self.loaded is not None:
             self.profile = cost_profile.load_cached(self.profile_key())
             self.sources.build(
                 settings.drafter, self.loaded.target, self.loaded.draft, self.profile
@@ -125,6 +172,9 @@ class Engine:
             self.loaded.close()
             self.loaded = self.prompts = None
             self.sources.drafter = None
+        if self.remote is not None:
+            self.remote.close()
+            self.remote = None
 
     # -- completions -----------------------------------------------------------------------------
     def peek(self, request: CompletionRequest) -> Completion | None:
@@ -135,7 +185,9 @@ class Engine:
         if hit is None:
             return None
         typed, rest = hit
-        stats = DecodeStats(drafter=self.settings.drafter, cache="typed_through")
+        stats = DecodeStats(
+            drafter=self.settings.drafter, cache="typed_through", engine=self.settings.engine
+        )
         self.totals.record(stats)
         self.sources.shown(request, rest)
         return Completion(text=rest, stats=stats, typed=typed)
@@ -151,6 +203,8 @@ class Engine:
         cached = self.peek(request)  # gate: typed through a suggestion
         if cached is not None:
             return cached
+        if self.remote is not None:
+            return self._complete_remote(self.remote, request, cancel, kind)
         loaded, prompts = self._require_loaded()
         multiline = self._multiline(request)
         prompt = prompts.build(request, self.settings)  # prompt
@@ -163,8 +217,73 @@ class Engine:
             stats.cache = kind or reused or reuse_kind(stats)
             self.totals.record(stats, cancelled=cancel.cancelled)
         self.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
-        raw = postprocess.cut_at_stop_strings(prompts.text(prompt, tokens), request.stop)
-        text = postprocess.postprocess(  # post-process
+        return self._finish(request, prompts.text(prompt, tokens), multiline, stats, kind)
+
+    def _complete_remote(
+        self, remote: RemoteLoaded, request: CompletionRequest, cancel: CancelToken, kind: str
+    ) -> Completion:
+        """gate (the server's health) -> prompt (text) -> decode (a stream) -> post-process.
+        A fault answers empty; the user hears of it once (health)."""
+        stats = DecodeStats(drafter="none", engine="remote", stop_reason="fault")
+        if not self._remote_ready(remote):  # inside a backoff, or the server still down
+            return Completion(text="", stats=stats)
+        multiline = self._multiline(request)
+        prompt = build_text_prompt(
+            request, self.settings, remote.template, chars_per_token=remote.chars_per_token
+        )
+
+        def should_stop(text: str) -> bool:
+            text = prompt.generated(text)
+            return any(stop in text for stop in request.stop) or postprocess.stop_reached(
+                text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+            )
+
+        job = StreamJob(
+            prompt.text,
+            remote.model,
+            request.max_tokens,
+            request.sampling,
+            prompt.stop,
+            should_stop,
+            on_text=lambda text: self.in_flight.track(request, prompt.generated(text)),
+        )
+        try:
+            generated = stream_decode(remote.client, job, cancel=cancel, stats=stats)
+        except RemoteFault as fault:
+            remote.health.failed(fault.kind, str(fault))
+            remote.connected = remote.connected and fault.kind not in RECONNECT_AFTER
+            stats.stop_reason = "fault"
+            return Completion(text="", stats=stats)
+        finally:
+            self.in_flight.clear()
+            stats.cache = kind or "remote"
+            self.totals.record(stats, cancelled=cancel.cancelled)
+        remote.health.succeeded()
+        return self._finish(request, prompt.generated(generated), multiline, stats, kind)
+
+    def _remote_ready(self, remote: RemoteLoaded) -> bool:
+        """Outside a backoff, and connected (asking the server what it serves if it was down)."""
+        if not remote.health.available():
+            return False
+        if not remote.connected:
+            try:
+                loading.connect_remote(remote, self.settings)
+            except RemoteFault as fault:
+                remote.health.failed(fault.kind, str(fault))
+                return False
+        return True
+
+    def _finish(
+        self,
+        request: CompletionRequest,
+        generated: str,
+        multiline: bool,
+        stats: DecodeStats,
+        kind: str,
+    ) -> Completion:
+        """Post-process the model's text; remember it (typed-through answers, shown drafts)."""
+        raw = postprocess.cut_at_stop_strings(generated, request.stop)
+        text = postprocess.postprocess(
             raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
         )
         if self.settings.cache:
@@ -185,6 +304,9 @@ class Engine:
 
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
+        if self.remote is not None:
+            data["models"] = [self.remote.model] if self.remote.model else []
+            data["remote"] = self.remote_report(self.remote)
         data["cost_profile"] = self.profile.relative() if self.profile else None
         sources = self.sources.report()
         if sources is not None:
@@ -210,6 +332,18 @@ class Engine:
             "shown": sources["shown"],
         }
 
+    @staticmethod
+    def remote_report(remote: RemoteLoaded) -> dict[str, Any]:
+        """The server in use and its health (never the API key)."""
+        return {
+            "url": remote.client.url,
+            "model": remote.model or None,
+            "fim_template": remote.template.name if remote.template else None,
+            "chars_per_token": round(remote.chars_per_token, 2),
+            "connected": remote.connected,
+            **remote.health.report(),
+        }
+
     def prompt_tokens(self, request: CompletionRequest) -> list[int]:
         return self._require_loaded()[1].tokens(request, self.settings)[0]
 
@@ -222,6 +356,11 @@ class Engine:
 
     def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds; worker thread)."""
+        if self.remote is not None:
+            raise EngineError(
+                "the cost profile measures the in-process model; with engine 'remote' the "
+                "server decodes: set engine to 'local' to profile this machine"
+            )
         loaded, prompts = self._require_loaded()
         if self.profile is None or remeasure:
             context = loaded.target.tokenize(calibrate.PROFILE_TEXT)[:256]
@@ -233,6 +372,8 @@ class Engine:
 
     # -- stages ----------------------------------------------------------------------------------
     def _require_loaded(self) -> tuple[Loaded, PromptBuilder]:
+        if self.remote is not None:
+            raise EngineError("the model is on the server (engine 'remote'): no local tokens")
         if self.loaded is None or self.prompts is None:
             raise EngineError("the model is not loaded yet")
         return self.loaded, self.prompts

@@ -1,4 +1,5 @@
-"""Opening the models the settings name, with errors that say what to do."""
+"""Opening the models the settings name, with errors that say what to do: in-process GGUF
+models (`open_models`) or a remote server (`open_remote`, `connect_remote`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from dataclasses import dataclass
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file
+from spec_lsp.engine.backends.remote import RemoteClient, RemoteFault
 from spec_lsp.engine.drafters.text import check_round_trip
+from spec_lsp.engine.health import Health
+from spec_lsp.engine.remote_prompt import CHARS_PER_TOKEN, template_for
 from spec_lsp.engine.types import EngineError
 from spec_lsp.prompts import fim
 
@@ -32,6 +36,108 @@ class Loaded:
         self.target.close()
         if self.draft is not None:
             self.draft.close()
+
+
+@dataclass
+class RemoteLoaded:
+    """A remote server and what follows from what it serves: the model's name, the FIM
+    template, the characters per token of its tokenizer. `connected` is False until the server
+    has answered /v1/models (at load, or at the first request after it was down)."""
+
+    client: RemoteClient
+    health: Health
+    model: str = ""
+    template: fim.FimTemplate | None = None
+    chars_per_token: float = CHARS_PER_TOKEN
+    connected: bool = False
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def open_remote(
+    settings: Settings, report: Callable[[str], None], notify: Callable[[str], None]
+) -> RemoteLoaded:
+    """The client for `remoteUrl`. Raises EngineError with the fix for settings that cannot
+    work (no URL, plain http to another machine, the API key's variable unset); a server that
+    does not answer yet is not an error here: it is told once and tried again later."""
+    if not settings.remote_url:
+        raise EngineError(
+            "setting 'engine' is 'remote' but 'remoteUrl' is empty: set it to the server's URL, "
+            "e.g. http://127.0.0.1:8080"
+        )
+    api_key = None
+    if settings.remote_api_key_env:
+        api_key = os.environ.get(settings.remote_api_key_env)
+        if not api_key:
+            raise EngineError(
+                f"setting 'remoteApiKeyEnv' names the environment variable "
+                f"{settings.remote_api_key_env}, which is not set for the server: set it in "
+                "the environment the editor starts spec-lsp with, or empty remoteApiKeyEnv"
+            )
+    client = RemoteClient(
+        settings.remote_url,
+        api_key=api_key,
+        connect_timeout_s=settings.remote_connect_timeout_ms / 1000,
+        timeout_s=settings.remote_timeout_ms / 1000,
+        ca_file=settings.remote_ca_file,
+        allow_http=settings.remote_allow_http,
+    )
+    remote = RemoteLoaded(client, Health(client.url, notify))
+    report(f"connecting to {client.url}")
+    try:
+        connect_remote(remote, settings)
+    except RemoteFault as fault:
+        remote.health.failed(fault.kind, str(fault))
+    return remote
+
+
+def connect_remote(remote: RemoteLoaded, settings: Settings) -> None:
+    """Ask the server what it serves: pick the model (remoteModel, else the first listed), its
+    template and its characters per token. Raises RemoteFault."""
+    client = remote.client
+    served = client.models()
+    wanted = settings.remote_model
+    if served is not None and wanted and wanted not in served:
+        raise RemoteFault(
+            "model",
+            f"{client.url} does not serve model {wanted!r} (it serves: "
+            f"{', '.join(served) or 'none'}): set remoteModel to one of those, or empty it",
+        )
+    model = wanted or (served[0] if served else "")
+    if not model:
+        raise RemoteFault(
+            "model",
+            f"{client.url} lists no model at /v1/models: set remoteModel to the model's name",
+        )
+    remote.model = model
+    remote.template = template_for(settings.fim_template, model)
+    counted = client.count_tokens(CHARS_SAMPLE, model)
+    remote.chars_per_token = len(CHARS_SAMPLE) / counted if counted else CHARS_PER_TOKEN
+    remote.connected = True
+    log.info(
+        "remote engine: %s serves %s (FIM template %s, %.2f characters per token%s)",
+        client.url,
+        model,
+        remote.template.name if remote.template else "none: prefix only",
+        remote.chars_per_token,
+        "" if counted else ", estimated: the server has no tokenize endpoint",
+    )
+
+
+CHARS_SAMPLE = (
+    "def merge(left: list[int], right: list[int]) -> list[int]:\n"
+    '    """Merge two sorted lists into one sorted list."""\n'
+    "    out, i, j = [], 0, 0\n"
+    "    while i < len(left) and j < len(right):\n"
+    "        if left[i] <= right[j]:\n"
+    "            out.append(left[i])\n"
+    "            i += 1\n"
+    "        else:\n"
+    "            out.append(right[j])\n"
+    "            j += 1\n"
+    "    return out + left[i:] + right[j:]\n"
+)
 
 
 def open_models(settings: Settings, backend: str, report: Callable[[str], None]) -> Loaded:
@@ -66,6 +172,9 @@ def model_paths(settings: Settings, backend: str) -> list[str]:
     def default(key: str) -> str | None:
         found = None if backend == "fake" else models.installed_path(key)
         return str(found) if found else None
+
+    if settings.engine == "remote":
+        return []  # the model lives on the server
 
     paths = [settings.model or default(DEFAULT_TARGET)]
     if settings.drafter in ("model", "auto"):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import threading
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,12 @@ class EngineTotals:
     cache_hits: Counter[str] = field(default_factory=Counter)
     model_names: list[str] = field(default_factory=list)
     last_acceptance_estimate: float | None = None
+    engine: str = "local"  # which engine serves: local | remote
+    # per generation that ran the model (not typed-through, not a fault): its total time and
+    # (remote) the time to the server's first text; the latest 1000
+    generation_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
+    first_token_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
+    server_timings: dict[str, Any] | None = None  # the server's own, of the latest answer
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, stats: DecodeStats, *, cancelled: bool = False) -> None:
@@ -49,6 +56,12 @@ class EngineTotals:
                 setattr(self, name, getattr(self, name) + getattr(stats, name))
             self.k_histogram.update(stats.k_trace)
             self.cache_hits[stats.cache] += 1
+            if stats.tokens and not cancelled:
+                self.generation_seconds.append(stats.prompt_seconds + stats.decode_seconds)
+                if stats.engine == "remote":
+                    self.first_token_seconds.append(stats.first_token_seconds)
+            if stats.server_timings:
+                self.server_timings = dict(stats.server_timings)
             if stats.acceptance_estimate is not None:
                 self.last_acceptance_estimate = stats.acceptance_estimate
 
@@ -75,7 +88,23 @@ class EngineTotals:
                 "draft_seconds": round(self.draft_seconds, 3),
                 "draft_length_histogram": {str(k): v for k, v in sorted(self.k_histogram.items())},
                 "cache_hits": dict(self.cache_hits),
+                "engine": self.engine,
+                **_percentiles("generation_ms", self.generation_seconds),
+                **_percentiles("first_token_ms", self.first_token_seconds),
+                "server_timings": self.server_timings,
             }
+
+
+def _percentiles(name: str, seconds: deque[float]) -> dict[str, float | None]:
+    """Nearest-rank p50 and p95 in milliseconds (None without data)."""
+    ordered = sorted(seconds)
+
+    def rank(q: float) -> float | None:
+        if not ordered:
+            return None
+        return round(ordered[max(1, math.ceil(q * len(ordered))) - 1] * 1000, 1)
+
+    return {f"{name}_p50": rank(0.5), f"{name}_p95": rank(0.95)}
 
 
 def reuse_kind(stats: DecodeStats) -> str:

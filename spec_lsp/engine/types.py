@@ -6,6 +6,7 @@ No pygls, no lsprotocol, no llama_cpp: strings, token ids and numbers only.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -59,8 +60,11 @@ class DecodeStats:
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end
     drafter: str = "none"
-    stop_reason: str = ""  # max_tokens | eos | stop_string | cancelled | context_full
+    stop_reason: str = ""  # max_tokens | eos | stop_string | cancelled | context_full | fault
     cache: str = "none"  # which cache served the request: none | typed_through | ...
+    engine: str = "local"  # which engine served: local (in-process) | remote (a server)
+    first_token_seconds: float = 0.0  # remote: from sending the request to the first text
+    server_timings: dict[str, Any] | None = None  # remote: the server's own figures, if sent
 
     @property
     def acceptance_rate(self) -> float:
@@ -97,11 +101,33 @@ class CancelToken:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
         self.reason = ""
 
     def cancel(self, reason: str = "cancelled") -> None:
         self.reason = self.reason or reason
-        self._event.set()
+        with self._lock:
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:  # on the cancelling thread
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` when the token fires (now, if it has): for work that waits outside
+        the engine's loop, such as a network stream, which must be closed, not polled.
+        Returns a function that removes the callback."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._remove(callback)
+        callback()
+        return lambda: None
+
+    def _remove(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
 
     @property
     def cancelled(self) -> bool:

@@ -32,7 +32,7 @@ ENGINE_LAYERS = [
     {"policy"},
     {"drafters"},
     {"decode", "cache"},
-    {"prompt", "postprocess", "loading", "calibrate", "stats"},
+    {"prompt", "remote_prompt", "health", "postprocess", "loading", "calibrate", "stats"},
     {"engine"},
     {"__init__"},
 ]

@@ -1,0 +1,108 @@
+"""The decode stage for a remote engine: stream a completion from the server and stop it early.
+
+The server drafts and verifies on its own (vLLM's n-gram or EAGLE, llama-server's draft model):
+local speculation does not apply. What stays here is what the in-process loop does around the
+model: the stop rules on the text so far (end of line, suffix reached: the stream is closed
+then, so the server stops generating), the running text for in-flight reuse, and the stats:
+time to the first text, tokens per second, and the server's own timings where it sends them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from spec_lsp.engine.backends.remote import Chunk, RemoteClient
+from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
+
+
+@dataclass(frozen=True)
+class StreamJob:
+    prompt: str
+    model: str
+    max_tokens: int
+    sampling: SamplingParams
+    stop: tuple[str, ...]
+    should_stop: Callable[[str], bool]  # on the text generated so far
+    on_text: Callable[[str], None] = lambda _text: None  # the text so far, after each chunk
+
+
+def payload(job: StreamJob) -> dict[str, Any]:
+    """The /v1/completions request. top_k and seed are extensions vLLM, llama-server and
+    llama_cpp.server read; greedy is temperature 0."""
+    sampling = job.sampling
+    body: dict[str, Any] = {
+        "model": job.model,
+        "prompt": job.prompt,
+        "max_tokens": job.max_tokens,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p if not sampling.greedy else 1.0,
+        "stream": True,
+        "stream_options": {"include_usage": True},  # vLLM, llama-server: token counts at the end
+    }
+    if sampling.top_k and not sampling.greedy:
+        body["top_k"] = sampling.top_k
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if job.stop:
+        body["stop"] = list(job.stop)
+    return body
+
+
+def stream_decode(
+    client: RemoteClient, job: StreamJob, *, cancel: CancelToken, stats: DecodeStats
+) -> str:
+    """The server's completion of `job.prompt`, ended by the server (length, end token) or by
+    `job.should_stop`. Raises Cancelled (the stream closed at once) or RemoteFault."""
+    started = time.perf_counter()
+    first: float | None = None
+    text, chunks = "", 0
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+    stats.stop_reason = "max_tokens"
+    stream = client.stream(payload(job), cancel)
+    try:
+        for chunk in stream:
+            usage, timings = chunk.usage or usage, chunk.timings or timings
+            if chunk.text:
+                first = time.perf_counter() if first is None else first
+                text += chunk.text
+                chunks += 1
+                job.on_text(text)
+            if chunk.finish_reason:
+                stats.stop_reason = _stop_reason(chunk)
+            if chunk.text and job.should_stop(text):
+                stats.stop_reason = "stop_string"
+                break
+    finally:
+        stream.close()  # early stop or cancel: the connection closes, the server stops
+        end = time.perf_counter()
+        stats.first_token_seconds = (first or end) - started
+        stats.prompt_seconds = stats.first_token_seconds
+        stats.decode_seconds = end - first if first is not None else 0.0
+        counted = usage.get("completion_tokens") if usage else None
+        stats.tokens = counted if isinstance(counted, int) and counted >= chunks else chunks
+        prompt_tokens = usage.get("prompt_tokens") if usage else None
+        if isinstance(prompt_tokens, int):
+            stats.prompt_tokens = prompt_tokens
+        stats.server_timings = _server_timings(usage, timings)
+    return text
+
+
+def _stop_reason(chunk: Chunk) -> str:
+    return {"length": "max_tokens", "stop": "eos"}.get(chunk.finish_reason or "", "eos")
+
+
+def _server_timings(
+    usage: dict[str, Any] | None, timings: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The server's own figures: llama-server's `timings` (prompt and decode ms, tokens per
+    second, draft tokens accepted), vLLM's `usage` (token counts)."""
+    found: dict[str, Any] = {}
+    if timings:
+        found.update({k: v for k, v in timings.items() if isinstance(v, (int, float))})
+    if usage:
+        found.update({f"usage_{k}": v for k, v in usage.items() if isinstance(v, int)})
+    return found or None

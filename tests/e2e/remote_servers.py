@@ -1,0 +1,217 @@
+"""Servers for the remote engine's tests, on loopback: a real one (llama-cpp-python's
+`python -m llama_cpp.server`, its `server` extra) and a stub that misbehaves on demand.
+
+The stub speaks just enough of the OpenAI API (GET /v1/models, POST /v1/completions streamed
+as server-sent events in chunked transfer encoding, as uvicorn does) and records what happened:
+the requests, and streams the client closed before their end.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class LlamaServer:
+    """`python -m llama_cpp.server` with a GGUF model on a loopback port; start/kill/restart."""
+
+    def __init__(self, model: Path, port: int | None = None, *, threads: int = 2) -> None:
+        self.model, self.port, self.threads = model, port or free_port(), threads
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> LlamaServer:
+        command = [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            "2048",
+            "--n_threads",
+            str(self.threads),
+            "--n_threads_batch",
+            str(self.threads),
+            "--verbose",
+            "False",
+        ]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}")
+            try:
+                if httpx.get(f"{self.url}/v1/models", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.kill()
+        raise RuntimeError(f"llama_cpp.server did not answer at {self.url} in {timeout_s} s")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.process = None
+
+
+class Stub:
+    """An OpenAI-compatible server whose behaviour is set by `mode`:
+
+    ok       stream `pieces`, one chunk per `delay_s`, then [DONE]
+    status   answer every completion with HTTP `status`
+    garbage  a 200 stream whose chunks are not JSON
+    slow     wait `first_byte_s` before the response, then as ok
+    die      send two chunks, then close the connection mid-body
+    """
+
+    def __init__(self, *, models: tuple[str, ...] = ("stub-coder",), tls: Any = None) -> None:
+        self.mode = "ok"
+        self.status = 500
+        self.models = list(models)
+        self.pieces = ["    return", " a", " +", " b", "\n"]
+        self.delay_s = 0.0
+        self.first_byte_s = 0.0
+        self.completions: list[dict[str, Any]] = []  # request bodies
+        self.closed_early: list[int] = []  # per stream the client closed: chunks sent before
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.server.daemon_threads = True
+        self.server.stub = self  # type: ignore[attr-defined]
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    @property
+    def stub(self) -> Stub:
+        return self.server.stub  # type: ignore[attr-defined,no-any-return]
+
+    def _json(self, status: int, data: Any) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": m} for m in self.stub.models]})
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path != "/v1/completions":
+            self._json(404, {"error": {"message": "not found"}})
+            return
+        stub = self.stub
+        stub.completions.append(body)
+        if stub.mode == "status":
+            self._json(stub.status, {"error": {"message": f"stub says {stub.status}"}})
+            return
+        if stub.mode == "slow":
+            time.sleep(stub.first_byte_s)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        sent = 0
+        try:
+            if stub.mode == "garbage":
+                self._chunk(b"data: {this is not json\n\n")
+                self._chunk(b"data: [DONE]\n\n")
+                self._chunk(b"")
+                return
+            for piece in stub.pieces:
+                if stub.mode == "die" and sent == 2:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.connection.close()
+                    return
+                event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
+                self._chunk(f"data: {json.dumps(event)}\n\n".encode())
+                sent += 1
+                time.sleep(stub.delay_s)
+            end = {"choices": [{"text": "", "index": 0, "finish_reason": "length"}]}
+            self._chunk(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
+            self._chunk(b"")
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError, OSError):
+            stub.closed_early.append(sent)
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+
+def self_signed(directory: Path) -> tuple[Path, ssl.SSLContext]:
+    """A certificate for 127.0.0.1 (openssl), and a server context with it."""
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return cert, context

@@ -1,0 +1,275 @@
+"""The remote engine against a stub OpenAI-compatible server on loopback (no model): the URL
+policy, the prompt it sends, streaming and early stop, cancellation closing the connection,
+each fault told once with the URL and the fix, backoff and recovery, TLS verification, and
+the API key kept out of stats and logs."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from spec_lsp.config import Settings, merge
+from spec_lsp.engine import CancelToken, CompletionRequest, EngineError, build_engine
+from spec_lsp.engine.backends.remote import base_url
+from spec_lsp.engine.engine import Engine
+from spec_lsp.engine.health import Health
+from spec_lsp.engine.remote_prompt import template_for
+from tests.e2e.remote_servers import Stub, free_port, self_signed
+from tests.unit.test_layering import ROOT, imports
+
+PREFIX = "def add(a, b):\n"
+REQUEST = CompletionRequest(prefix=PREFIX, suffix="", document_id="file:///a.py")
+
+
+@pytest.fixture
+def stub():
+    server = Stub()
+    yield server
+    server.close()
+
+
+def remote(url: str, told: list[str], **settings) -> Engine:
+    engine = build_engine(
+        Settings(engine="remote", remote_url=url, precompute=False, **settings), backend="fake"
+    )
+    engine.notify = told.append
+    engine.load()
+    assert engine.remote is not None
+    engine.remote.health.first_s, engine.remote.health.max_s = 0.05, 0.2  # quick tests
+    return engine
+
+
+def wait_retry(engine: Engine) -> None:
+    assert engine.remote is not None
+    time.sleep(max(0.0, engine.remote.health.retry_at - time.monotonic()) + 0.01)
+
+
+# -- settings and the URL policy -----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("url", "allow", "expected"),
+    [
+        ("http://127.0.0.1:8080", False, "http://127.0.0.1:8080"),
+        ("http://localhost:8080/v1/", False, "http://localhost:8080"),
+        ("http://[::1]:8000/v1", False, "http://[::1]:8000"),
+        ("https://gpu.example.com/llm/v1", False, "https://gpu.example.com/llm"),
+        ("http://gpu.example.com:8000", True, "http://gpu.example.com:8000"),
+    ],
+)
+def test_urls_allowed(url, allow, expected):
+    assert base_url(url, allow_http=allow) == expected
+
+
+@pytest.mark.parametrize("url", ["http://gpu.example.com:8000", "http://10.0.0.5/v1", "ftp://x"])
+def test_plain_http_to_another_machine_or_another_scheme_is_refused_with_the_fix(url):
+    with pytest.raises(EngineError) as err:
+        base_url(url, allow_http=False)
+    assert "remoteUrl" in str(err.value)
+    assert "remoteAllowHttp" in str(err.value) or "http(s)" in str(err.value)
+
+
+def test_the_api_key_is_read_from_the_named_variable_and_never_shown(stub, monkeypatch, caplog):
+    secret = "sk-very-secret-123"
+    monkeypatch.setenv("TEAM_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    told: list[str] = []
+    engine = remote(stub.url, told, remote_api_key_env="TEAM_KEY")
+    assert engine.complete(REQUEST, CancelToken()).text
+    stub.mode, stub.status = "status", 401
+    engine.complete(CompletionRequest(prefix="x = ", document_id="b"), CancelToken())
+    assert told and "remoteApiKeyEnv" in told[0]
+    everything = repr(engine.stats()) + caplog.text + " ".join(told)
+    assert secret not in everything
+    engine.close()
+    # a key pasted where the variable's name goes is refused without echoing it
+    _, errors, _ = merge(Settings(), {"remoteApiKeyEnv": secret})
+    assert errors and secret not in errors[0] and "NAME" in errors[0]
+
+
+def test_an_unset_key_variable_is_an_error_naming_it(stub, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with pytest.raises(EngineError, match="NO_SUCH_KEY_VAR"):
+        remote(stub.url, [], remote_api_key_env="NO_SUCH_KEY_VAR")
+
+
+def test_templates_from_the_served_model_name():
+    assert template_for("auto", "Qwen/Qwen2.5-Coder-7B").name == "qwen"
+    assert template_for("auto", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf").name == "qwen"
+    assert template_for("auto", "bigcode/starcoder2-15b").variant == "starcoder2"
+    assert template_for("auto", "deepseek-ai/deepseek-coder-6.7b-base").name == "deepseek"
+    assert template_for("auto", "codellama/CodeLlama-7b-hf").prefix == "<PRE>"
+    assert template_for("auto", "google/codegemma-2b").name == "codegemma"
+    assert template_for("auto", "SmolLM2-135M-Instruct.Q4_1.gguf") is None
+    assert template_for("qwen", "anything").name == "qwen"
+    assert template_for("none", "Qwen2.5-Coder") is None
+
+
+# -- the request ---------------------------------------------------------------------------------
+def test_a_completion_streams_with_the_fim_prompt_and_stops_at_the_line_end(stub):
+    stub.models = ["Qwen/Qwen2.5-Coder-7B"]
+    stub.pieces = ["    return a + b", "\n", "\n", "def sub"]
+    engine = remote(stub.url, [])
+    request = CompletionRequest(
+        prefix=PREFIX, suffix="\n\nprint(add(1, 2))\n", document_id="a", file_name="a.py"
+    )
+    completion = engine.complete(request, CancelToken())
+    assert completion.text == "    return a + b"
+    body = stub.completions[-1]
+    assert body["model"] == "Qwen/Qwen2.5-Coder-7B" and body["stream"] is True
+    assert body["temperature"] == 0.0 and body["max_tokens"] == 64
+    assert body["prompt"].startswith("<|file_sep|>a.py\n<|fim_prefix|>")
+    assert "<|fim_suffix|>\n\nprint(add(1, 2))\n<|fim_middle|>def add(a, b):\n" in body["prompt"]
+    assert "<|endoftext|>" in body["stop"]
+    stats = engine.stats()
+    assert stats["engine"] == "remote" and stats["cache_hits"] == {"remote": 1}
+    assert stats["remote"]["model"] == "Qwen/Qwen2.5-Coder-7B"
+    assert stats["remote"]["fim_template"] == "qwen" and stats["remote"]["state"] == "ok"
+    assert stats["first_token_ms_p50"] is not None and stats["generation_ms_p95"] is not None
+    engine.close()
+
+
+def test_typed_through_and_precompute_work_as_in_process(stub):
+    stub.pieces = ["    return a + b", "\n"]
+    engine = remote(stub.url, [])
+    first = engine.complete(REQUEST, CancelToken())
+    typed = CompletionRequest(prefix=PREFIX + "    ret", document_id=REQUEST.document_id)
+    again = engine.complete(typed, CancelToken())
+    assert (first.text, again.text, again.typed) == ("    return a + b", "urn a + b", "    ret")
+    assert len(stub.completions) == 1 and again.stats.cache == "typed_through"
+    engine.close()
+
+
+def test_cancelling_closes_the_stream_at_once(stub):
+    stub.pieces = ["x"] * 200
+    stub.delay_s = 0.05
+    engine = remote(stub.url, [], max_tokens=256, multiline="always")
+    cancel = CancelToken()
+    threading.Timer(0.4, cancel.cancel).start()
+    started = time.monotonic()
+    with pytest.raises(Exception) as err:
+        engine.complete(REQUEST, cancel)
+    assert type(err.value).__name__ == "Cancelled"
+    assert time.monotonic() - started < 1.0  # not the 10 s the whole stream takes
+    deadline = time.monotonic() + 2
+    while not stub.closed_early and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert stub.closed_early and stub.closed_early[0] < 20  # the server saw the client go
+    engine.close()
+
+
+# -- faults: told once, empty answers, backoff, recovery -----------------------------------------
+@pytest.mark.parametrize(
+    ("mode", "status", "words"),
+    [
+        ("status", 500, ["HTTP 500", "stub says 500", "log"]),
+        ("status", 400, ["HTTP 400", "remoteModel"]),
+        ("garbage", 0, ["not OpenAI-compatible"]),
+        ("die", 0, ["broke off"]),
+    ],
+)
+def test_a_fault_is_told_once_and_recovery_is_by_itself(stub, mode, status, words):
+    told: list[str] = []
+    engine = remote(stub.url, told)
+    stub.mode, stub.status = mode, status
+    stub.pieces = ["a", "b", "c", "\n"]
+    for i in range(3):  # the first fails; the others fall inside the backoff or fail again
+        assert (
+            engine.complete(
+                CompletionRequest(prefix=f"x{i} = ", document_id="d"), CancelToken()
+            ).text
+            == ""
+        )
+        wait_retry(engine)
+    assert len(told) == 1, told
+    assert stub.url in told[0] and all(w in told[0] for w in words), told[0]
+    stub.mode = "ok"
+    stub.pieces = ["    return 1", "\n"]
+    wait_retry(engine)
+    assert engine.complete(REQUEST, CancelToken()).text == "    return 1"
+    assert engine.stats()["remote"]["state"] == "ok"
+    engine.close()
+
+
+def test_slow_first_byte_is_a_timeout_naming_the_setting(stub):
+    told: list[str] = []
+    engine = remote(stub.url, told, remote_timeout_ms=300)
+    stub.mode, stub.first_byte_s = "slow", 1.0
+    started = time.monotonic()
+    assert engine.complete(REQUEST, CancelToken()).text == ""
+    assert time.monotonic() - started < 0.9
+    assert len(told) == 1 and "remoteTimeoutMs" in told[0] and stub.url in told[0]
+    engine.close()
+
+
+def test_a_wrong_model_name_lists_what_the_server_serves(stub):
+    told: list[str] = []
+    engine = remote(stub.url, told, remote_model="qwen-7b")
+    assert engine.ready and engine.complete(REQUEST, CancelToken()).text == ""
+    assert len(told) == 1 and "qwen-7b" in told[0] and "stub-coder" in told[0]
+    assert "remoteModel" in told[0]
+    assert stub.completions == []  # never asked for a model it does not serve
+    engine.close()
+
+
+def test_down_at_start_then_up_recovers_without_a_second_message():
+    port = free_port()
+    told: list[str] = []
+    engine = remote(f"http://127.0.0.1:{port}", told, remote_connect_timeout_ms=500)
+    assert engine.ready and len(told) == 1
+    assert f"127.0.0.1:{port}" in told[0] and "start the server" in told[0]
+    started = time.monotonic()
+    assert engine.complete(REQUEST, CancelToken()).text == ""  # inside the backoff: at once
+    assert time.monotonic() - started < 0.05
+    assert engine.stats()["remote"]["state"] == "failing"
+    engine.close()
+
+
+def test_backoff_doubles_and_is_bounded():
+    now = [0.0]
+    told: list[str] = []
+    health = Health("http://x", told.append, clock=lambda: now[0])
+    delays = []
+    for _ in range(8):
+        health.failed("down", "down")
+        delays.append(health.retry_at - now[0])
+        assert not health.available()
+        now[0] = health.retry_at
+        assert health.available()
+    assert delays == [0.5, 1, 2, 4, 8, 8, 8, 8] and told == ["down"]
+    health.failed("http", "500")
+    assert told == ["down", "500"]  # another problem: told too
+    health.succeeded()
+    health.failed("down", "down again")
+    assert told[-1] == "down again" and health.outages == 2
+
+
+def test_tls_certificates_are_verified_and_a_private_ca_is_accepted(tmp_path: Path):
+    cert, context = self_signed(tmp_path)
+    stub = Stub(tls=context)
+    try:
+        told: list[str] = []
+        engine = remote(stub.url, told)
+        assert engine.complete(REQUEST, CancelToken()).text == ""
+        assert len(told) == 1 and "remoteCaFile" in told[0] and "TLS" in told[0]
+        engine.close()
+        trusted = remote(stub.url, [], remote_ca_file=str(cert))
+        assert trusted.complete(REQUEST, CancelToken()).text == "    return a + b"
+        trusted.close()
+    finally:
+        stub.close()
+
+
+def test_only_the_remote_backend_imports_httpx():
+    users = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in ROOT.rglob("*.py")
+        if "samples" not in path.parts
+        and any(
+            n == "httpx" or n.startswith("httpx.")
+            for n in imports(path, path.relative_to(ROOT).as_posix())
+        )
+    )
+    assert users == ["engine/backends/remote.py"]
