@@ -102,6 +102,7 @@ class SpecLanguageServer(LanguageServer):
         """Load the models (showing $/progress when the client supports it), or hand the engine
         new settings. A failure is shown once; the server keeps answering, empty."""
         settings, engine = self.settings, self.scheduler.engine
+        engine.notify = self._teller(asyncio.get_running_loop())  # a remote server's faults
         token = None if engine.ready and not reload else await self._begin_progress("loading")
         report = self._reporter(token)
         try:
@@ -126,10 +127,9 @@ class SpecLanguageServer(LanguageServer):
         else:
             engine.settings = settings
             engine.load(progress=report)
-        if settings.draft_policy == "adaptive" and settings.drafter != "none":
-            if engine.profile is None:
-                report("measuring this machine's costs")
-                engine.ensure_profile()
+        if engine.needs_profile:
+            report("measuring this machine's costs")
+            engine.ensure_profile()
 
     # -- model files replaced on disk: reload ----------------------------------------------------
     def _watch_models(self, settings: Settings) -> None:
@@ -167,6 +167,14 @@ class SpecLanguageServer(LanguageServer):
         begin = lsp.WorkDoneProgressBegin(title="spec-lsp", message=message)
         self.work_done_progress.begin(token, begin)
         return token
+
+    def _teller(self, loop: asyncio.AbstractEventLoop) -> Callable[[str], None]:
+        """`tell` for the engine's threads (pygls is not thread-safe: handed to the loop)."""
+
+        def tell(message: str) -> None:
+            loop.call_soon_threadsafe(self.tell, message)
+
+        return tell
 
     def _reporter(self, token: str | None) -> Callable[[str], None]:
         """A progress callback for the engine thread (pygls is not thread-safe: the writes are
