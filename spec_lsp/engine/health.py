@@ -2,8 +2,10 @@
 
 While the server fails, requests do not wait on it: they answer empty at once until the backoff
 (0.5 s, doubling, at most MAX_BACKOFF_S) has passed; the next request then tries again. The
-user is told once per kind of problem (server down, TLS, HTTP error ...) until a completion
-succeeds again; recovery is logged, not shown.
+user is told once per kind of problem until a completion succeeds again: the server out of
+reach (down, broke off mid-answer, too slow: one problem, as a server that dies mid-answer
+then refuses connections), TLS, authentication, the model, HTTP errors, malformed answers.
+Recovery is logged, not shown.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 8.0
+PROBLEM = {"dropped": "unreachable", "down": "unreachable", "slow": "unreachable"}
 
 
 class Health:
@@ -55,8 +58,9 @@ class Health:
             delay = min(self.first_s * 2 ** (self.failures - 1), self.max_s)
             self.retry_at = self.clock() + delay
             self.last_error, self.last_kind = message, kind
-            tell = kind not in self._told
-            self._told.add(kind)
+            problem = PROBLEM.get(kind, kind)
+            tell = problem not in self._told
+            self._told.add(problem)
         log.warning("remote engine: %s (next try in %.1f s)", message, delay)
         if tell:
             self.notify(message)

@@ -239,6 +239,8 @@ def test_backoff_doubles_and_is_bounded():
         now[0] = health.retry_at
         assert health.available()
     assert delays == [0.5, 1, 2, 4, 8, 8, 8, 8] and told == ["down"]
+    health.failed("dropped", "broke off")  # the same problem: the server out of reach
+    assert told == ["down"]
     health.failed("http", "500")
     assert told == ["down", "500"]  # another problem: told too
     health.succeeded()

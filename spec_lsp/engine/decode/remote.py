@@ -30,8 +30,10 @@ class StreamJob:
 
 
 def payload(job: StreamJob) -> dict[str, Any]:
-    """The /v1/completions request. top_k and seed are extensions vLLM, llama-server and
-    llama_cpp.server read; greedy is temperature 0."""
+    """The /v1/completions request. top_k, seed, min_p and repeat_penalty are extensions that
+    vLLM, llama-server and llama_cpp.server read (others ignore them); greedy is temperature 0.
+    The in-process engine samples from the model's distribution as it is: no repetition
+    penalty (llama_cpp.server's default is 1.1, which changes even greedy text) and no min_p."""
     sampling = job.sampling
     body: dict[str, Any] = {
         "model": job.model,
@@ -41,6 +43,8 @@ def payload(job: StreamJob) -> dict[str, Any]:
         "top_p": sampling.top_p if not sampling.greedy else 1.0,
         "stream": True,
         "stream_options": {"include_usage": True},  # vLLM, llama-server: token counts at the end
+        "repeat_penalty": 1.0,
+        "min_p": 0.0,
     }
     if sampling.top_k and not sampling.greedy:
         body["top_k"] = sampling.top_k
