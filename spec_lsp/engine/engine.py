@@ -60,6 +60,9 @@ REMOTE_KEYS = (
     "remote_ca_file",
     "fim_template",
 )
+# prompts whose token count is asked for (servers that stream no usage): the window's
+# characters per token then follow the code being edited
+COUNT_PROMPTS = 8
 # faults after which the server is asked again what it serves (it may have restarted)
 RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
 
@@ -259,6 +262,12 @@ class Engine:
             stats.cache = kind or "remote"
             self.totals.record(stats, cancelled=cancel.cancelled)
         remote.health.succeeded()
+        if stats.prompt_tokens:  # the server said how many tokens the prompt was
+            remote.learn(prompt.text, stats.prompt_tokens)
+        elif remote.countable and remote.prompts_counted < COUNT_PROMPTS:  # ask, off the path
+            remote.client.count_tokens_later(
+                prompt.text, remote.model, lambda n: remote.learn(prompt.text, n)
+            )
         return self._finish(request, prompt.generated(generated), multiline, stats, kind)
 
     def _remote_ready(self, remote: RemoteLoaded) -> bool:

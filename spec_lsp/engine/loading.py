@@ -50,6 +50,17 @@ class RemoteLoaded:
     template: fim.FimTemplate | None = None
     chars_per_token: float = CHARS_PER_TOKEN
     connected: bool = False
+    countable: bool = False  # the server has a tokenize endpoint
+    prompts_counted: int = 0  # prompts whose token count was learnt from
+
+    def learn(self, prompt: str, tokens: int) -> None:
+        """Characters per token of a prompt really sent (the server's count): a running mean,
+        the latest weighing at least a fifth, so the window's budget follows the code edited."""
+        if tokens <= 0 or not prompt:
+            return
+        self.prompts_counted += 1
+        weight = max(1 / self.prompts_counted, 0.2)
+        self.chars_per_token += weight * (len(prompt) / tokens - self.chars_per_token)
 
     def close(self) -> None:
         self.client.close()
@@ -114,7 +125,7 @@ def connect_remote(remote: RemoteLoaded, settings: Settings) -> None:
     remote.template = template_for(settings.fim_template, model)
     counted = client.count_tokens(CHARS_SAMPLE, model)
     remote.chars_per_token = len(CHARS_SAMPLE) / counted if counted else CHARS_PER_TOKEN
-    remote.connected = True
+    remote.connected, remote.countable, remote.prompts_counted = True, bool(counted), 0
     log.info(
         "remote engine: %s serves %s (FIM template %s, %.2f characters per token%s)",
         client.url,

@@ -99,6 +99,7 @@ class Stub:
         self.pieces = ["    return", " a", " +", " b", "\n"]
         self.delay_s = 0.0
         self.first_byte_s = 0.0
+        self.chars_per_token = 0.0  # > 0: a /tokenize endpoint counting this many per token
         self.completions: list[dict[str, Any]] = []  # request bodies
         self.closed_early: list[int] = []  # per stream the client closed: chunks sent before
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -146,6 +147,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path == "/tokenize" and self.stub.chars_per_token:  # llama-server's shape
+            count = len(body.get("content", "")) / self.stub.chars_per_token
+            self._json(200, {"tokens": list(range(max(1, round(count))))})
+            return
         if self.path != "/v1/completions":
             self._json(404, {"error": {"message": "not found"}})
             return

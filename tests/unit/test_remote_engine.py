@@ -275,3 +275,44 @@ def test_only_the_remote_backend_imports_httpx():
         )
     )
     assert users == ["engine/backends/remote.py"]
+
+
+def test_the_engine_settings_come_from_flags_and_environment(monkeypatch):
+    from spec_lsp.cli import build_parser, settings_from_args
+
+    monkeypatch.setenv("SPEC_LSP_REMOTE_MODEL", "Qwen/Qwen2.5-Coder-7B")
+    monkeypatch.setenv("SPEC_LSP_REMOTE_TIMEOUT_MS", "2500")
+    args = build_parser().parse_args(
+        ["serve", "--engine", "remote", "--remote-url", "https://gpu.example.com/v1"]
+    )
+    settings = settings_from_args(args)
+    assert (settings.engine, settings.remote_url) == ("remote", "https://gpu.example.com/v1")
+    assert settings.remote_model == "Qwen/Qwen2.5-Coder-7B" and settings.remote_timeout_ms == 2500
+    assert {"engine", "remoteUrl", "remoteApiKeyEnv", "remoteCaFile"} <= set(
+        Settings.model_json_schema(by_alias=True)["properties"]
+    )
+
+
+def test_the_window_budget_follows_the_servers_token_counts(stub):
+    stub.chars_per_token = 5.0
+    engine = remote(stub.url, [])
+    assert engine.remote is not None and engine.remote.countable
+    assert abs(engine.remote.chars_per_token - 5.0) < 0.1  # measured at connect
+    stub.chars_per_token = 2.0  # the code being edited is denser
+    for i in range(3):
+        engine.complete(
+            CompletionRequest(prefix=f"v{i} = [{i}" * 40, document_id="d"), CancelToken()
+        )
+    deadline = time.monotonic() + 3
+    while engine.remote.prompts_counted < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert engine.remote.prompts_counted == 3 and engine.remote.chars_per_token < 2.2
+    engine.close()
+    plain = Stub()  # no tokenize endpoint: the default estimate, and nothing asked later
+    try:
+        engine = remote(plain.url, [])
+        assert engine.remote is not None and not engine.remote.countable
+        assert engine.remote.chars_per_token == 3.0
+        engine.close()
+    finally:
+        plain.close()

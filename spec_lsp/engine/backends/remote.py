@@ -18,7 +18,7 @@ import json
 import queue
 import ssl
 import threading
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,6 +165,20 @@ class RemoteClient:
             if isinstance(data, dict) and isinstance(data.get("count"), int):
                 return int(data["count"])
         return None
+
+    def count_tokens_later(self, text: str, model: str, then: Callable[[int], None]) -> None:
+        """count_tokens on a thread of its own, off the request's path: `then(count)` if the
+        server could count."""
+
+        def work() -> None:
+            try:
+                counted = self.count_tokens(text, model)
+            except Exception:  # closed meanwhile, or the server went away: nothing learnt
+                return
+            if counted:
+                then(counted)
+
+        threading.Thread(target=work, name="spec-lsp-remote-count", daemon=True).start()
 
     # -- the streamed completion -----------------------------------------------------------------
     def stream(self, payload: dict[str, Any], cancel: CancelToken) -> Generator[Chunk, None, None]:
