@@ -33,7 +33,10 @@ async def inline_completion(
     info = params.context.selected_completion_info if params.context else None
     selected = convert.usable_selection(position, info)
     request = convert.to_request(document, position, ls.settings, selected)
-    completion = await ls.scheduler.complete(request)
+    invoked = params.context is not None and (
+        params.context.trigger_kind == lsp.InlineCompletionTriggerKind.Invoked
+    )
+    completion = await ls.scheduler.complete(request, invoked=invoked)
     still_open = ls.workspace.text_documents.get(unquote(params.text_document.uri)) is not None
     if completion is not None and completion.stats.cache != "typed_through" and still_open:
         ls.scheduler.precompute(request, completion)  # (a closed document's is released)
@@ -46,7 +49,10 @@ async def completion(ls: SpecLanguageServer, params: lsp.CompletionParams) -> ls
         return lsp.CompletionList(is_incomplete=True, items=[])
     position = convert.clamp(document, params.position)
     request = convert.to_request(document, position, ls.settings)
-    result = await ls.scheduler.complete(request)
+    invoked = params.context is None or (
+        params.context.trigger_kind == lsp.CompletionTriggerKind.Invoked
+    )
+    result = await ls.scheduler.complete(request, invoked=invoked)
     return convert.to_completion_list(document, position, result)
 
 

@@ -106,7 +106,7 @@ class SpecLanguageServer(LanguageServer):
         token = None if engine.ready and not reload else await self._begin_progress("loading")
         report = self._reporter(token)
         try:
-            await self.scheduler.run(lambda: self._load_or_update(settings, report, reload))
+            await self.scheduler.load(lambda: self._load_or_update(settings, report, reload))
             self.load_error = None
         except EngineError as exc:
             self.load_error = str(exc)

@@ -10,7 +10,8 @@
 4. A handled message leaves nothing behind. pygls 2.1 keeps the Future of every notification
    (and of every step of its generator handlers, didChange's among them) in `_request_futures`
    under a fresh uuid and never removes it: one per keystroke, about 2 KB each with its params,
-   RSS rising in a straight line all day. Here a Future leaves the table once it is done.
+   RSS rising in a straight line all day. Here a Future leaves the table once it is done
+   (a cancelled one stays: pygls' shutdown cancels them while it iterates over the table).
 5. A `$/cancelRequest` for a request already answered is normal (the answer and the cancel
    cross on the wire, once per keystroke while typing fast): pygls warns each time; here it is
    a debug line.
@@ -96,7 +97,11 @@ class SpecProtocol(LanguageServerProtocol):
         kwargs: dict[str, Any] | None = None,
     ) -> None:
         def forget_then(future: Future[Any]) -> None:
-            if self._request_futures.get(msg_id) is future:  # done: no cancel can reach it
+            # done: no cancel can reach it. A cancelled one was either popped by the cancel
+            # handler, or is being cancelled by pygls' shutdown, which iterates over the table
+            # (cancel() runs this callback at once: deleting here would break its loop and
+            # answer `shutdown` with an error).
+            if not future.cancelled() and self._request_futures.get(msg_id) is future:
                 del self._request_futures[msg_id]
             callback(future)
 

@@ -3,7 +3,9 @@
 Every request gets exactly one answer:
 - a completion (possibly empty), computed on the worker or taken from the typed-through cache;
 - an empty answer when the model is not ready, or when a newer request for the same document
-  supersedes it (it is the editor's keystroke, not a cancellation: the editor did not ask);
+  supersedes it (it is the editor's keystroke, not a cancellation: the editor did not ask). A
+  request the person asked for (Invoked) while the model loads waits for the load, at most
+  INVOKED_LOAD_WAIT_S; one the editor sent as they typed (Automatic) does not wait;
 - pygls' RequestCancelled error after `$/cancelRequest`, which cancels the handler's task; the
   task's CancelToken fires too, so a decode already running stops at its next round. (pygls
   also cancels every pending request at `shutdown`.)
@@ -37,6 +39,7 @@ from spec_lsp.engine import (
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Outcome = tuple[Completion | None, str]  # the answer and what happened: served, empty, ...
+INVOKED_LOAD_WAIT_S = 30.0
 Job = tuple["asyncio.Future[Completion | None]", CancelToken]  # a generation on the worker
 
 
@@ -53,10 +56,21 @@ class Scheduler:
         self._background = CancelToken()
         self._queued = 0  # jobs given to the worker and not yet finished or cancelled
         self._queued_lock = threading.Lock()
+        self.loading = 0  # model loads queued or running
+        self.first_load = True  # the load `initialized` starts has not ended yet
 
     async def run(self, job: Callable[[], T]) -> T:
         """Run any other engine call (load, settings) on the worker thread, in order."""
         return await asyncio.wrap_future(self._submit(job))
+
+    async def load(self, job: Callable[[], T]) -> T:
+        """A model load (or settings that may reload) on the worker: Invoked requests wait."""
+        self.loading += 1
+        try:
+            return await self.run(job)
+        finally:
+            self.loading -= 1
+            self.first_load = False
 
     def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
         """executor.submit, counting the job as queued until it finishes or is cancelled."""
@@ -70,12 +84,15 @@ class Scheduler:
         with self._queued_lock:  # on the worker, or on the event loop for a cancelled job
             self._queued -= 1
 
-    async def complete(self, request: CompletionRequest) -> Completion | None:
+    async def complete(
+        self, request: CompletionRequest, *, invoked: bool = False
+    ) -> Completion | None:
+        """The answer to a request; `invoked`: the person asked (waits for a model loading)."""
         started = time.perf_counter()
         self.counts["requests"] += 1
         self._background.cancel("keystroke")
         try:
-            result, outcome = await self._complete(request)
+            result, outcome = await self._complete(request, invoked)
         except asyncio.CancelledError:
             self.counts["cancelled"] += 1
             raise
@@ -84,8 +101,8 @@ class Scheduler:
             self.latencies.append(time.perf_counter() - started)
         return result
 
-    async def _complete(self, request: CompletionRequest) -> Outcome:
-        if self.closed or not self.engine.ready:
+    async def _complete(self, request: CompletionRequest, invoked: bool) -> Outcome:
+        if self.closed or not (self.engine.ready or (invoked and await self._loaded())):
             return None, "not_ready"
         cached = self.engine.peek(request)  # typed through a suggestion: answered at once
         if cached is not None:
@@ -135,6 +152,17 @@ class Scheduler:
         if result is None and token.cancelled:
             return None, "superseded"
         return result, "served" if result is not None and result.text else "empty"
+
+    async def _loaded(self) -> bool:
+        """Wait while a model loads (bounded); True if the engine is ready then."""
+        deadline = time.monotonic() + INVOKED_LOAD_WAIT_S
+        while (
+            (self.loading or self.first_load)
+            and not self.engine.ready
+            and time.monotonic() < deadline
+        ):
+            await asyncio.sleep(0.05)
+        return self.engine.ready and not self.closed
 
     def _supersede(self, document: str, *, keep: Job | None) -> None:
         """Older requests for the document answer empty now; their generation stops at its next

@@ -12,7 +12,16 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
-from tests.e2e.conftest import edit, inline, open_doc, server_config, start, stats, wait_ready
+from tests.e2e.conftest import (
+    INVOKED,
+    edit,
+    inline,
+    open_doc,
+    server_config,
+    start,
+    stats,
+    wait_ready,
+)
 
 LOG = Path(tempfile.mkdtemp(prefix="spec-lsp-e2e-")) / "server.log"
 MISSING = "/nonexistent/models/target.gguf"
@@ -112,6 +121,39 @@ async def test_before_the_model_is_ready_answers_are_empty_and_progress_shows(lo
     assert reports[0].title == "spec-lsp" and reports[-1].message == "ready"
 
 
+@pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_LOAD_DELAY_MS="800"))
+async def loading_client_left_to_the_test(lsp_client: LanguageClient):
+    await start(lsp_client)
+    yield
+
+
+async def test_shutdown_while_the_model_loads_is_answered_without_error(
+    loading_client_left_to_the_test,
+):
+    """The editor closes during the load: pygls cancels the pending `initialized` handler as
+    it shuts down, and the answer to `shutdown` is a result, not an internal error."""
+    client = loading_client_left_to_the_test
+    await asyncio.sleep(0.2)  # the load is under way
+    assert not (await stats(client)).ready
+    await asyncio.wait_for(client.shutdown_session(), 10)  # raises on an error answer
+
+
+async def test_a_person_asking_while_the_model_loads_is_answered_once_it_has(loading_client):
+    """Alt+\\ while the model loads: the answer comes when the load is done, not empty at once
+    (the person would have to ask again); the editor's own requests while typing do not wait."""
+    client = loading_client
+    open_doc(client, "def fo\n")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    automatic = asyncio.ensure_future(inline(client, 0, 6))
+    invoked = await inline(client, 0, 6, kind=INVOKED)
+    waited = loop.time() - started
+    assert invoked.items and invoked.items[0].insert_text
+    assert 0.3 < waited < 10  # it waited for the 0.8 s load
+    assert len((await automatic).items) == 0
+    assert (await stats(client)).ready
+
+
 @pytest_lsp.fixture(config=server_config("--model", MISSING))
 async def missing_model_client(lsp_client: LanguageClient):
     await start(lsp_client)
@@ -128,6 +170,10 @@ async def test_a_missing_model_is_one_clear_message_and_a_good_setting_retries(
     assert MISSING in message.message and "models pull" in message.message  # path and fix
     open_doc(client, "def fo\n")
     assert len((await inline(client, 0, 6)).items) == 0  # still up, answering empty
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert len((await inline(client, 0, 6, kind=INVOKED)).items) == 0  # no load to wait for
+    assert loop.time() - started < 1.0
     numbers = await stats(client)
     assert not numbers.ready and MISSING in numbers.load_error
     (reports,) = client.progress_reports.values()
