@@ -104,7 +104,9 @@ def replay(prompt: list[int], output: list[int], policy: AdaptivePolicy) -> floa
     rng = np.random.default_rng(0)
     while len(out) < len(output):
         shadows = _score_shadows(shadows, out, policy)
-        draft = _draft(drafter, policy, job, out, rng, len(output) - len(out), shadows)
+        draft = _draft(
+            drafter, policy, job, out, rng, len(output) - len(out), shadows, CancelToken()
+        )
         k = len(draft.tokens)
         accepted = common_prefix_len(draft.tokens, output[len(out) : len(out) + k])
         if k:
