@@ -176,7 +176,6 @@ def test_cancellation_between_rounds():
         )
 
 
-
 def test_a_draft_model_catching_up_stops_at_a_cancel():
     """A jump leaves hundreds of tokens for the draft model to evaluate before it drafts: a
     cancel lands between its chunks, not after the whole context."""
@@ -219,6 +218,7 @@ def test_the_decode_loop_hands_its_cancel_to_the_drafter():
             rng=np.random.default_rng(0),
             stats=DecodeStats(),
         )
+
 
 # -- speculative sampling keeps the target distribution ---------------------------------------
 
