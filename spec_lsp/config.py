@@ -64,7 +64,12 @@ class Settings(BaseModel):
         description="Multi-line completions: auto (at empty lines and blocks), always, never.",
     )
     context_size: int = Field(4096, ge=256, le=131072, description="Context window (tokens).")
-    threads: int | None = Field(None, ge=1, le=256, description="CPU threads (empty: all cores).")
+    threads: int | None = Field(
+        None,
+        ge=1,
+        le=256,
+        description="CPU threads (empty: the cores other programs leave free, followed as the load changes).",
+    )
     gpu_layers: int = Field(0, ge=-1, le=1000, description="Layers offloaded to a GPU (-1: all).")
     prefix_tokens: int = Field(
         384, ge=16, le=16384, description="Token budget for text before the cursor."
