@@ -88,6 +88,12 @@ class Settings(BaseModel):
         True, description="Reuse work between keystrokes (KV prefix, typed-through, drafts)."
     )
     precompute: bool = Field(True, description="Compute the next suggestion while idle.")
+    answer_budget_ms: int = Field(
+        1500,
+        ge=0,
+        le=60000,
+        description="Answer once the first line is complete, or after this long decoding with what is ready; the rest of a multi-line suggestion goes on in the background into the cache. 0: answer with the whole suggestion only.",
+    )
     enable: bool = Field(True, description="Offer completions at all.")
     max_document_chars: int = Field(
         2_000_000, ge=1000, description="Documents longer than this get no completions."

@@ -31,6 +31,7 @@ from spec_lsp.engine.decode.remote import StreamJob, stream_decode
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.first_answer import FirstAnswer
 from spec_lsp.engine.loading import Loaded, RemoteLoaded
 from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.policy.adaptive import make_policy
@@ -201,29 +202,64 @@ class Engine:
         return self.settings.cache and self.in_flight.extended_by(request)
 
     def complete(
-        self, request: CompletionRequest, cancel: CancelToken, *, kind: str = ""
+        self,
+        request: CompletionRequest,
+        cancel: CancelToken,
+        *,
+        kind: str = "",
+        reply: Callable[[Completion], None] | None = None,
     ) -> Completion:
+        """The whole suggestion. `reply`, if given, is called once, earlier, with what can be
+        shown (the first complete line, or what is ready when the answer budget runs out)
+        while the generation goes on (first_answer)."""
         cached = self.peek(request)  # gate: typed through a suggestion
         if cached is not None:
             return cached
-        if self.remote is not None:
-            return self._complete_remote(self.remote, request, cancel, kind)
-        loaded, prompts = self._require_loaded()
         multiline = self._multiline(request)
+        stats = DecodeStats(drafter=self.settings.drafter)
+        first = self._first_answer(request, multiline, stats, reply)
+        if self.remote is not None:
+            return self._complete_remote(self.remote, request, cancel, kind, first)
+        loaded, prompts = self._require_loaded()
         prompt = prompts.build(request, self.settings)  # prompt
         reused = self._prepare_caches(loaded, request.document_id, prompt.tokens)  # caches
-        stats = DecodeStats(drafter=self.settings.drafter)
         try:
-            tokens = self._decode(loaded, prompts, request, prompt, multiline, cancel, stats)
+            tokens = self._decode(loaded, prompts, request, prompt, multiline, cancel, stats, first)
         finally:
             self.in_flight.clear()
             stats.cache = kind or reused or reuse_kind(stats)
+            stats.first_answer_seconds = first.seconds
             self.totals.record(stats, cancelled=cancel.cancelled)
         self.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
-        return self._finish(request, prompts.text(prompt, tokens), multiline, stats, kind)
+        return self._finish(request, prompts.text(prompt, tokens), multiline, stats, kind, first)
+
+    def _first_answer(
+        self,
+        request: CompletionRequest,
+        multiline: bool,
+        stats: DecodeStats,
+        reply: Callable[[Completion], None] | None,
+    ) -> FirstAnswer:
+        def show(generated: str) -> str:
+            raw = postprocess.cut_at_stop_strings(generated, request.stop)
+            return postprocess.postprocess(
+                raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+            )
+
+        def early(text: str) -> None:
+            assert reply is not None
+            reply(Completion(text=text, stats=replace(stats, stop_reason="first_answer")))
+
+        budget_s = self.settings.answer_budget_ms / 1000
+        return FirstAnswer(early if reply and budget_s else None, budget_s=budget_s, show=show)
 
     def _complete_remote(
-        self, remote: RemoteLoaded, request: CompletionRequest, cancel: CancelToken, kind: str
+        self,
+        remote: RemoteLoaded,
+        request: CompletionRequest,
+        cancel: CancelToken,
+        kind: str,
+        first: FirstAnswer,
     ) -> Completion:
         """gate (the server's health) -> prompt (text) -> decode (a stream) -> post-process.
         A fault answers empty; the user hears of it once (health)."""
@@ -248,7 +284,7 @@ class Engine:
             request.sampling,
             prompt.stop,
             should_stop,
-            on_text=lambda text: self.in_flight.track(request, prompt.generated(text)),
+            on_text=lambda text: self._progress(request, prompt.generated(text), first),
         )
         try:
             generated = stream_decode(remote.client, job, cancel=cancel, stats=stats)
@@ -260,6 +296,7 @@ class Engine:
         finally:
             self.in_flight.clear()
             stats.cache = kind or "remote"
+            stats.first_answer_seconds = first.seconds
             self.totals.record(stats, cancelled=cancel.cancelled)
         remote.health.succeeded()
         if stats.prompt_tokens:  # the server said how many tokens the prompt was
@@ -268,7 +305,7 @@ class Engine:
             remote.client.count_tokens_later(
                 prompt.text, remote.model, lambda n: remote.learn(prompt.text, n)
             )
-        return self._finish(request, prompt.generated(generated), multiline, stats, kind)
+        return self._finish(request, prompt.generated(generated), multiline, stats, kind, first)
 
     def _remote_ready(self, remote: RemoteLoaded) -> bool:
         """Outside a backoff, and connected (asking the server what it serves if it was down)."""
@@ -289,6 +326,7 @@ class Engine:
         multiline: bool,
         stats: DecodeStats,
         kind: str,
+        first: FirstAnswer,
     ) -> Completion:
         """Post-process the model's text; remember it (typed-through answers, shown drafts)."""
         raw = postprocess.cut_at_stop_strings(generated, request.stop)
@@ -298,8 +336,13 @@ class Engine:
         if self.settings.cache:
             self.suggestions.put(request, text, raw)
         if kind != "precompute":  # shown to the person (a precomputed one only when asked for)
-            self.sources.shown(request, text)
+            self.sources.shown(request, first.sent if first.sent is not None else text)
         return Completion(text=text, stats=stats, raw_text=raw)
+
+    def _progress(self, request: CompletionRequest, generated: str, first: FirstAnswer) -> None:
+        """A generation's text so far: in-flight reuse sees it, the first answer may go."""
+        self.in_flight.track(request, generated)
+        first.progress(generated)
 
     def precompute(
         self, request: CompletionRequest, shown: Completion, cancel: CancelToken
@@ -409,6 +452,7 @@ class Engine:
         multiline: bool,
         cancel: CancelToken,
         stats: DecodeStats,
+        first: FirstAnswer,
     ) -> list[int]:
         """The speculative loop with this request's drafter, policy and stop rules."""
 
@@ -426,7 +470,7 @@ class Engine:
             loaded.stop_ids,
             should_stop,
             continuation=self.continuations.get(request.document_id) if self.settings.cache else (),
-            on_round=lambda out: self.in_flight.track(request, prompts.text(prompt, out)),
+            on_round=lambda out: self._progress(request, prompts.text(prompt, out), first),
             first_allowed=prompt.first_allowed,
         )
         temperature = request.sampling.temperature

@@ -60,11 +60,15 @@ class DecodeStats:
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end
     drafter: str = "none"
-    stop_reason: str = ""  # max_tokens | eos | stop_string | cancelled | context_full | fault
+    # max_tokens | eos | stop_string | cancelled | context_full | fault; first_answer: an
+    # early answer's snapshot (the generation went on)
+    stop_reason: str = ""
     cache: str = "none"  # which cache served the request: none | typed_through | ...
     engine: str = "local"  # which engine served: local (in-process) | remote (a server)
     first_token_seconds: float = 0.0  # remote: from sending the request to the first text
     server_timings: dict[str, Any] | None = None  # remote: the server's own figures, if sent
+    # when the request was answered before the generation ended (first_answer), from its start
+    first_answer_seconds: float | None = None
 
     @property
     def acceptance_rate(self) -> float:

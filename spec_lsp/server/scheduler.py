@@ -137,21 +137,38 @@ class Scheduler:
         if token.cancelled:
             return None, "superseded"
         document = request.document_id
-        job = asyncio.wrap_future(self._submit(self._work, request, token))
+        loop = asyncio.get_running_loop()
+        early: asyncio.Future[Completion] = loop.create_future()
+
+        def reply(completion: Completion) -> None:  # on the worker: the first answer is ready
+            loop.call_soon_threadsafe(_settle, early, completion)
+
+        job = asyncio.wrap_future(self._submit(self._work, request, token, reply))
         self._jobs[document] = (job, token)
         try:
-            result = await asyncio.shield(job)
-        except asyncio.CancelledError:
+            await asyncio.wait((job, early), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # (wait cancels neither: the job goes on until told)
             if job.cancelled():  # a newer request took its place
                 return None, "superseded"
             token.cancel("$/cancelRequest")
             raise
         finally:
-            if self._jobs.get(document, (None,))[0] is job:
-                del self._jobs[document]
+            early.cancel()  # (a no-op once set)
+            if not job.done():  # answered early: the rest goes on into the cache
+                job.add_done_callback(lambda _job: self._forget_job(document, job))
+            else:
+                self._forget_job(document, job)
+        if early.done() and not early.cancelled() and not job.done():
+            self.counts["answered_early"] += 1
+            return early.result(), "served"
+        result = None if job.cancelled() else job.result()
         if result is None and token.cancelled:
             return None, "superseded"
         return result, "served" if result is not None and result.text else "empty"
+
+    def _forget_job(self, document: str, job: asyncio.Future[Any]) -> None:
+        if self._jobs.get(document, (None,))[0] is job:
+            del self._jobs[document]
 
     async def _loaded(self) -> bool:
         """Wait while a model loads (bounded); True if the engine is ready then."""
@@ -175,12 +192,17 @@ class Scheduler:
             job[1].cancel("superseded by a newer request")
             job[0].cancel()
 
-    def _work(self, request: CompletionRequest, token: CancelToken) -> Completion | None:
+    def _work(
+        self,
+        request: CompletionRequest,
+        token: CancelToken,
+        reply: Callable[[Completion], None] | None = None,
+    ) -> Completion | None:
         """On the worker thread."""
         if token.cancelled:
             return None
         try:
-            return self.engine.complete(request, token)
+            return self.engine.complete(request, token, reply=reply)
         except Cancelled:
             return None
         except EngineError as exc:
@@ -254,6 +276,11 @@ def percentile_ms(sorted_seconds: list[float], q: float) -> float | None:
         return None
     rank = min(len(sorted_seconds), max(1, math.ceil(q * len(sorted_seconds)))) - 1
     return round(sorted_seconds[rank] * 1000, 1)
+
+
+def _settle(future: asyncio.Future[Completion], completion: Completion) -> None:
+    if not future.done():
+        future.set_result(completion)
 
 
 async def _wait_unless_superseded(job: asyncio.Future[Any]) -> None:

@@ -102,7 +102,8 @@ async def fresh(client: LanguageClient):
 # -- the real server (llama_cpp.server, SmolLM2) --------------------------------------------------
 @pytest.mark.real
 async def test_completions_and_typed_through_answers_from_the_server(client, llama):
-    await connect(client, llama.url, precompute=False, maxTokens=16)
+    # the whole answer at once (answerBudgetMs 0): typing into it is then answered from cache
+    await connect(client, llama.url, precompute=False, maxTokens=16, answerBudgetMs=0)
     open_doc(client, TEXT)
     first = (await served(client)).items[0]
     assert first.insert_text.strip() and first.range.start == lsp.Position(*CURSOR)

@@ -47,9 +47,13 @@ async def run(model: str) -> tuple[lsp.InlineCompletionList, dict]:
             if result and result.items:
                 break
             await asyncio.sleep(0.2)
-        stats = await asyncio.wait_for(
-            client.protocol.send_request_async("specLsp/stats", None), 30
-        )
+        for _ in range(300):  # answered at its first line, the generation goes on: its end
+            stats = await asyncio.wait_for(
+                client.protocol.send_request_async("specLsp/stats", None), 30
+            )
+            if stats.pending.generations == 0:
+                break
+            await asyncio.sleep(0.1)
         await client.shutdown_async(None)
         client.exit(None)
         return result, stats

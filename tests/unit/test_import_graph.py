@@ -32,7 +32,16 @@ ENGINE_LAYERS = [
     {"policy"},
     {"drafters"},
     {"decode", "cache"},
-    {"prompt", "remote_prompt", "health", "postprocess", "loading", "calibrate", "stats"},
+    {
+        "prompt",
+        "remote_prompt",
+        "health",
+        "postprocess",
+        "loading",
+        "calibrate",
+        "stats",
+        "first_answer",
+    },
     {"engine"},
     {"__init__"},
 ]

@@ -13,7 +13,8 @@ from spec_lsp.server.scheduler import Scheduler, percentile_ms
 
 
 class ScriptedEngine:
-    """complete() blocks until `release` is set, polling its cancel token like a decode loop."""
+    """complete() blocks until `release` is set, polling its cancel token like a decode loop;
+    for a prefix starting with "early" it first gives a first answer (the latency budget)."""
 
     def __init__(self) -> None:
         self.ready = True
@@ -30,10 +31,12 @@ class ScriptedEngine:
     def extends_in_flight(self, request: CompletionRequest) -> bool:
         return self.in_flight is not None and request.prefix.startswith(self.in_flight)
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken) -> Completion:
+    def complete(self, request: CompletionRequest, cancel: CancelToken, reply=None) -> Completion:
         self.started.append(request.prefix)
         if request.prefix == "crash":
             raise RuntimeError("a bug")
+        if request.prefix.startswith("early") and reply is not None:
+            reply(Completion(text="<first line>", stats=DecodeStats()))  # then goes on
         try:
             while not self.release.wait(0.002):
                 cancel.raise_if_cancelled()  # between "decode rounds"
@@ -100,6 +103,24 @@ async def test_a_newer_request_supersedes_the_running_one(engine, scheduler):
     engine.release.set()
     assert (await newer).text == "<ab>"
     assert scheduler.counts["superseded"] == 1 and scheduler.counts["served"] == 1
+
+
+async def test_a_first_answer_is_sent_while_the_generation_goes_on(engine, scheduler):
+    first = await asyncio.wait_for(scheduler.complete(req("early")), 1)
+    assert first.text == "<first line>" and scheduler.counts["answered_early"] == 1
+    assert engine.started == ["early"] and engine.cancelled == []  # still generating
+    assert scheduler.stats()["pending"]["generations"] == 1
+    engine.release.set()
+    await until(lambda: scheduler.stats()["pending"]["generations"] == 0)
+    assert engine.cancelled == []
+
+
+async def test_a_keystroke_after_a_first_answer_stops_the_generation_behind_it(engine, scheduler):
+    assert (await asyncio.wait_for(scheduler.complete(req("early")), 1)).text == "<first line>"
+    newer = asyncio.ensure_future(scheduler.complete(req("earlyX")))  # not what it produced
+    await until(lambda: engine.cancelled == ["early"])
+    assert (await asyncio.wait_for(newer, 1)).text == "<first line>"
+    engine.release.set()
 
 
 async def test_at_most_one_request_per_document_waits_and_it_never_runs(engine, scheduler):

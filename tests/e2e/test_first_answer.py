@@ -1,0 +1,64 @@
+"""The latency budget through the real server: a multi-line suggestion is answered at its first
+complete line while the rest is generated in the background into the cache; the lines after an
+accepted first one then come from there."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import (
+    INVOKED,
+    edit,
+    inline,
+    open_doc,
+    server_config,
+    start,
+    stats,
+    wait_ready,
+)
+
+URI = "file:///work/point.py"
+FIRST = "    def __init__(self, x, y):"  # the fake model continues `class Point:` with the corpus
+REST = "\n        self.x = x\n        self.y"  # (64 tokens: the fake model's are bytes)
+
+
+def client_with(budget_ms: int):
+    @pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="60"))
+    async def fixture(lsp_client: LanguageClient):
+        await start(lsp_client, {"drafter": "none", "answerBudgetMs": budget_ms})
+        await wait_ready(lsp_client)
+        yield
+        await lsp_client.shutdown_session()
+
+    return fixture
+
+
+early_client = client_with(5000)
+whole_client = client_with(0)
+
+
+async def test_the_first_line_is_answered_and_the_rest_follows_from_the_cache(early_client):
+    client = early_client
+    open_doc(client, "class Point:\n", uri=URI)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    item = (await inline(client, 1, 0, uri=URI, kind=INVOKED)).items[0]
+    assert loop.time() - started < 3.0  # the whole: 64 passes of 60 ms, 3.8 s
+    assert item.insert_text == FIRST  # one line: ~30 model passes, not 64
+    assert (await stats(client)).server_requests.answered_early == 1
+    edit(client, (1, 0), (1, 0), FIRST, version=2, uri=URI)  # Tab
+    rest = (await inline(client, 1, len(FIRST), uri=URI)).items[0]
+    # from the generation that went on (the item replaces the typed line: its range starts at 0)
+    assert rest.insert_text == FIRST + REST and rest.range.start.character == 0
+    assert getattr((await stats(client)).cache_hits, "typed_through", 0) >= 1
+
+
+async def test_with_no_budget_the_answer_is_the_whole_suggestion(whole_client):
+    client = whole_client
+    open_doc(client, "class Point:\n", uri=URI)
+    item = (await inline(client, 1, 0, uri=URI, kind=INVOKED)).items[0]
+    assert item.insert_text == FIRST + REST
+    assert getattr((await stats(client)).server_requests, "answered_early", 0) == 0
