@@ -10,6 +10,8 @@ from typing import Any
 
 from spec_lsp.engine.types import DecodeStats
 
+STAGES = ("prompt", "first_answer", "decode", "prompt_share_evaluated")
+
 
 @dataclass
 class EngineTotals:
@@ -35,6 +37,12 @@ class EngineTotals:
     generation_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     first_token_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     server_timings: dict[str, Any] | None = None  # the server's own, of the latest answer
+    # per generation that ran the model, the latest 1000 of each stage: prompt evaluation,
+    # the first answer (when sent before the end: first_answer), decoding, the share of the
+    # prompt evaluated (the rest came from the KV cache)
+    stages: dict[str, deque[float]] = field(
+        default_factory=lambda: {name: deque(maxlen=1000) for name in STAGES}
+    )
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, stats: DecodeStats, *, cancelled: bool = False) -> None:
@@ -58,6 +66,13 @@ class EngineTotals:
             self.cache_hits[stats.cache] += 1
             if stats.tokens and not cancelled:
                 self.generation_seconds.append(stats.prompt_seconds + stats.decode_seconds)
+                self.stages["prompt"].append(stats.prompt_seconds)
+                self.stages["decode"].append(stats.decode_seconds)
+                if stats.first_answer_seconds is not None:
+                    self.stages["first_answer"].append(stats.first_answer_seconds)
+                if stats.prompt_tokens:
+                    share = stats.prompt_tokens_evaluated / stats.prompt_tokens
+                    self.stages["prompt_share_evaluated"].append(share)
                 if stats.engine == "remote":
                     self.first_token_seconds.append(stats.first_token_seconds)
             if stats.server_timings:
@@ -92,7 +107,29 @@ class EngineTotals:
                 **_percentiles("generation_ms", self.generation_seconds),
                 **_percentiles("first_token_ms", self.first_token_seconds),
                 "server_timings": self.server_timings,
+                "timing": self._timing(),
             }
+
+    def _timing(self) -> dict[str, Any]:
+        """p50/p95 per stage of the generations that ran the model (ms; the prompt share as
+        a fraction)."""
+        timing: dict[str, Any] = {}
+        for name, values in self.stages.items():
+            if name == "prompt_share_evaluated":
+                ordered = sorted(values)
+                timing[name] = {
+                    "p50": round(_rank(ordered, 0.5), 3) if ordered else None,
+                    "p95": round(_rank(ordered, 0.95), 3) if ordered else None,
+                }
+            else:
+                found = _percentiles(name, values)
+                timing[f"{name}_ms"] = {"p50": found[f"{name}_p50"], "p95": found[f"{name}_p95"]}
+        return timing
+
+
+def _rank(ordered: list[float], q: float) -> float:
+    """The nearest-rank q-quantile of a sorted, non-empty list."""
+    return ordered[max(1, math.ceil(q * len(ordered))) - 1]
 
 
 def _percentiles(name: str, seconds: deque[float]) -> dict[str, float | None]:
@@ -100,9 +137,7 @@ def _percentiles(name: str, seconds: deque[float]) -> dict[str, float | None]:
     ordered = sorted(seconds)
 
     def rank(q: float) -> float | None:
-        if not ordered:
-            return None
-        return round(ordered[max(1, math.ceil(q * len(ordered))) - 1] * 1000, 1)
+        return round(_rank(ordered, q) * 1000, 1) if ordered else None
 
     return {f"{name}_p50": rank(0.5), f"{name}_p95": rank(0.95)}
 

@@ -50,6 +50,7 @@ class Scheduler:
         self.closed = False
         self.counts: Counter[str] = Counter()
         self.latencies: deque[float] = deque(maxlen=1000)
+        self.queue_waits: deque[float] = deque(maxlen=1000)  # from queued to the worker starting
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spec-lsp-engine")
         self._live: dict[str, list[CancelToken]] = {}  # per document: requests not yet answered
         self._jobs: dict[str, Job] = {}  # per document: its generation on the worker
@@ -143,7 +144,8 @@ class Scheduler:
         def reply(completion: Completion) -> None:  # on the worker: the first answer is ready
             loop.call_soon_threadsafe(_settle, early, completion)
 
-        job = asyncio.wrap_future(self._submit(self._work, request, token, reply))
+        queued = time.perf_counter()
+        job = asyncio.wrap_future(self._submit(self._work, request, token, reply, queued))
         self._jobs[document] = (job, token)
         try:
             await asyncio.wait((job, early), return_when=asyncio.FIRST_COMPLETED)
@@ -197,12 +199,24 @@ class Scheduler:
         request: CompletionRequest,
         token: CancelToken,
         reply: Callable[[Completion], None] | None = None,
+        queued: float | None = None,
     ) -> Completion | None:
         """On the worker thread."""
         if token.cancelled:
             return None
+        waited = time.perf_counter() - queued if queued is not None else 0.0
+        self.queue_waits.append(waited)
         try:
-            return self.engine.complete(request, token, reply=reply)
+            completion = self.engine.complete(request, token, reply=reply)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "%s v%d: queue %.0f ms, %s",
+                    request.document_id,
+                    request.version,
+                    waited * 1000,
+                    _timing(completion),
+                )
+            return completion
         except Cancelled:
             return None
         except EngineError as exc:
@@ -248,6 +262,10 @@ class Scheduler:
             },
             "latency_ms_p50": percentile_ms(latencies, 0.50),
             "latency_ms_p95": percentile_ms(latencies, 0.95),
+            "queue_ms": {
+                "p50": percentile_ms(sorted(self.queue_waits), 0.50),
+                "p95": percentile_ms(sorted(self.queue_waits), 0.95),
+            },
         }
 
     def close(self) -> None:
@@ -276,6 +294,18 @@ def percentile_ms(sorted_seconds: list[float], q: float) -> float | None:
         return None
     rank = min(len(sorted_seconds), max(1, math.ceil(q * len(sorted_seconds)))) - 1
     return round(sorted_seconds[rank] * 1000, 1)
+
+
+def _timing(completion: Completion) -> str:
+    """One request's stages, for the debug log."""
+    stats = completion.stats
+    first = stats.first_answer_seconds
+    return (
+        f"prompt {stats.prompt_tokens} tokens ({stats.prompt_tokens_evaluated} evaluated) "
+        f"{stats.prompt_seconds * 1000:.0f} ms, first answer "
+        f"{'-' if first is None else f'{first * 1000:.0f} ms'}, decode {stats.tokens} tokens "
+        f"{stats.decode_seconds * 1000:.0f} ms ({stats.cache})"
+    )
 
 
 def _settle(future: asyncio.Future[Completion], completion: Completion) -> None:

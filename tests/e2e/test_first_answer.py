@@ -54,6 +54,10 @@ async def test_the_first_line_is_answered_and_the_rest_follows_from_the_cache(ea
     # from the generation that went on (the item replaces the typed line: its range starts at 0)
     assert rest.insert_text == FIRST + REST and rest.range.start.character == 0
     assert getattr((await stats(client)).cache_hits, "typed_through", 0) >= 1
+    data = await stats(client)  # each stage's p50/p95, the first answer's included
+    timing = data.timing
+    assert 0 < timing.first_answer_ms.p50 < timing.prompt_ms.p50 + timing.decode_ms.p50
+    assert 0 < timing.prompt_share_evaluated.p95 <= 1 and data.queue_ms.p50 is not None
 
 
 async def test_with_no_budget_the_answer_is_the_whole_suggestion(whole_client):
