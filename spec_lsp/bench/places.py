@@ -1,0 +1,362 @@
+"""Time to a visible suggestion: places in an open file, and typing with pauses.
+
+What a person waits for, against what they would use instead: plain llama-cpp-python FIM
+(`create_completion` on the same FIM prompt and window, same model, one process, stopping at
+the end of the line), in the same run, the two taking turns first.
+
+- places: a real Python module open in the editor (the standard library of the running
+  interpreter); one line at a time is emptied to its indentation and a suggestion asked for
+  there, place after place through the file. Reported: time to a suggestion (spec-lsp: its
+  first answer, see engine/first_answer.py) for the file's first ask and the later ones, the
+  share of the prompt evaluated, and exact matches of the line.
+- typing: at a few lines, the first half of the line is typed at `--key-ms` a key, each key a
+  request that cancels the one before (as VS Code does), then a pause and a request. Reported:
+  suggestions shown while typing (answered before the next key) and the time to a suggestion
+  after the pause.
+
+    .venv/bin/python -m spec_lsp.bench.places [--places 6] [--typing 3] [--files textwrap.py]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import random
+import statistics
+import sysconfig
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spec_lsp.bench.common import ROOT, log, write_results
+from spec_lsp.config import Settings
+from spec_lsp.engine import CancelToken, Completion, CompletionRequest, build_engine
+from spec_lsp.engine.backends.llama import plain_llama
+from spec_lsp.engine.engine import Engine
+from spec_lsp.engine.types import Cancelled
+from spec_lsp.prompts import fim, window
+
+FILES = ["textwrap.py", "shlex.py"]
+
+
+@dataclass
+class Ask:
+    file: str
+    line: int
+    order: int  # 0: the file's first ask
+    expected: str
+    spec_s: float = 0.0  # to the first answer (early or whole)
+    spec_total_s: float = 0.0  # to the whole generation's end
+    spec_text: str = ""
+    prompt_tokens: int = 0
+    prompt_evaluated: int = 0
+    plain_s: float = 0.0
+    plain_text: str = ""
+
+
+@dataclass
+class Typed:
+    file: str
+    line: int
+    keys: int
+    shown_while_typing: int = 0
+    spec_after_pause_s: float = 0.0
+    plain_after_pause_s: float = 0.0
+    outcomes: list[str] = field(default_factory=list)
+
+
+def stdlib(name: str) -> str:
+    return (Path(sysconfig.get_paths()["stdlib"]) / name).read_text()
+
+
+def places(text: str, n: int, seed: int) -> list[int]:
+    """Code lines worth completing, spread through the file (in file order, then shuffled so
+    the person jumps about as one does)."""
+    lines = text.split("\n")
+    candidates = [
+        i
+        for i, line in enumerate(lines[10:], 10)
+        if len(line.strip()) > 20
+        and not line.strip().startswith(("#", '"', "'", "@"))
+        and '"""' not in line
+    ]
+    step = max(1, len(candidates) // n)
+    chosen = candidates[step // 2 :: step][:n]
+    random.Random(seed).shuffle(chosen)
+    return chosen
+
+
+def emptied(text: str, line: int, keep: str = "") -> tuple[str, str, str]:
+    """(prefix, suffix, expected): `line` emptied to its indentation (plus `keep`, typed)."""
+    lines = text.split("\n")
+    original = lines[line]
+    indent = original[: len(original) - len(original.lstrip())]
+    prefix = "\n".join(lines[:line]) + "\n" + indent + keep
+    suffix = "\n" + "\n".join(lines[line + 1 :])
+    return prefix, suffix, original.strip()
+
+
+class Plain:
+    """Plain llama-cpp-python FIM as a user would write it: our window and template, its
+    create_completion, greedy, stopping at the end of the line."""
+
+    def __init__(self, engine: Engine, path: str, settings: Settings) -> None:
+        assert engine.loaded is not None
+        self.template = engine.loaded.template
+        self.settings = settings
+        self.llm = plain_llama(
+            path, n_ctx=settings.context_size, threads=settings.threads, prompt_lookup=False
+        )
+
+    def complete(self, prefix: str, suffix: str) -> tuple[str, float]:
+        started = time.perf_counter()
+        count = lambda text: len(self.llm.tokenize(text.encode(), add_bos=False))  # noqa: E731
+        pre, suf = window.window(
+            prefix,
+            suffix,
+            count_tokens=count,
+            prefix_budget=self.settings.prefix_tokens,
+            suffix_budget=self.settings.suffix_tokens,
+        )
+        tokens: list[int] = []
+        for segment in fim.build_prompt(self.template, prefix=pre, suffix=suf):
+            tokens += self.llm.tokenize(
+                segment.text.encode(), add_bos=False, special=segment.special
+            )
+        out = self.llm.create_completion(
+            tokens, max_tokens=64, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=["\n"]
+        )
+        return out["choices"][0]["text"], time.perf_counter() - started
+
+
+def spec_ask(engine: Engine, request: CompletionRequest) -> tuple[Completion, float, float]:
+    """(completion, seconds to its first answer, seconds to the end of the generation)."""
+    started = time.perf_counter()
+    first: list[float] = []
+    completion = engine.complete(
+        request, CancelToken(), reply=lambda _c: first.append(time.perf_counter() - started)
+    )
+    total = time.perf_counter() - started
+    return completion, (first[0] if first else total), total
+
+
+def first_line(text: str) -> str:
+    return text.split("\n")[0].strip()
+
+
+def run_places(engine: Engine, plain: Plain, name: str, n: int, seed: int) -> list[Ask]:
+    text = stdlib(name)
+    uri = f"file:///bench/{name}"
+    asks = []
+    for order, line in enumerate(places(text, n, seed)):
+        prefix, suffix, expected = emptied(text, line)
+        engine.document_changed(uri, prefix + suffix)
+        request = CompletionRequest(
+            prefix, suffix, document_id=uri, file_name=name, language="python"
+        )
+        ask = Ask(name, line + 1, order, expected)
+        for who in ("spec", "plain") if order % 2 == 0 else ("plain", "spec"):
+            if who == "spec":
+                completion, ask.spec_s, ask.spec_total_s = spec_ask(engine, request)
+                ask.spec_text = completion.text
+                ask.prompt_tokens = completion.stats.prompt_tokens
+                ask.prompt_evaluated = completion.stats.prompt_tokens_evaluated
+            else:
+                ask.plain_text, ask.plain_s = plain.complete(prefix, suffix)
+        log(
+            f"{name}:{ask.line} spec {ask.spec_s:6.2f}s (whole {ask.spec_total_s:5.2f}s, "
+            f"prompt {ask.prompt_evaluated}/{ask.prompt_tokens}) plain {ask.plain_s:6.2f}s  "
+            f"{first_line(ask.spec_text) == expected}/{first_line(ask.plain_text) == expected}"
+        )
+        asks.append(ask)
+    return asks
+
+
+def run_typing(
+    engine: Engine, plain: Plain, name: str, n: int, key_s: float, seed: int
+) -> list[Typed]:
+    """Type the first half of lines key by key (a request each, cancelling the previous), then
+    pause and ask."""
+    text = stdlib(name)
+    uri = f"file:///bench/typing/{name}"
+    worker = ThreadPoolExecutor(max_workers=1)
+    results = []
+    for line in places(text, n, seed + 1):
+        _prefix, _suffix, expected = emptied(text, line)
+        half = expected[: max(2, len(expected) // 2)]
+        typed = Typed(name, line + 1, len(half))
+        previous: CancelToken | None = None
+        for k in range(1, len(half) + 1):
+            prefix, suffix, _ = emptied(text, line, half[:k])
+            engine.document_changed(uri, prefix + suffix)
+            request = CompletionRequest(
+                prefix, suffix, document_id=uri, file_name=name, language="python"
+            )
+            if previous is not None:
+                previous.cancel("keystroke")
+            key_started = time.perf_counter()
+            shown = threading.Event()
+            hit = engine.peek(request)
+            if hit is not None and hit.text:
+                shown.set()
+            else:
+                token = previous = CancelToken()
+                worker.submit(_background, engine, request, token, shown)
+            time.sleep(max(0.0, key_s - (time.perf_counter() - key_started)))
+            typed.outcomes.append("shown" if shown.is_set() else "-")
+            typed.shown_while_typing += shown.is_set()
+        if previous is not None:
+            previous.cancel("pause")
+        worker.submit(lambda: None).result()  # the last keystroke's generation has stopped
+        prefix, suffix, _ = emptied(text, line, half)
+        request = CompletionRequest(
+            prefix, suffix, document_id=uri, file_name=name, language="python"
+        )
+        _completion, typed.spec_after_pause_s, _total = spec_ask(engine, request)
+        _text, typed.plain_after_pause_s = plain.complete(prefix, suffix)
+        log(
+            f"typing {name}:{typed.line}: shown {typed.shown_while_typing}/{typed.keys} keys; "
+            f"after the pause spec {typed.spec_after_pause_s:.2f}s, "
+            f"plain {typed.plain_after_pause_s:.2f}s"
+        )
+        results.append(typed)
+    worker.shutdown()
+    return results
+
+
+def _background(
+    engine: Engine, request: CompletionRequest, token: CancelToken, shown: threading.Event
+) -> None:
+    if token.cancelled:
+        return
+
+    def reply(completion: Completion) -> None:
+        if completion.text:
+            shown.set()
+
+    try:
+        completion = engine.complete(request, token, reply=reply)
+    except Cancelled:
+        return
+    if completion.text and not token.cancelled:
+        shown.set()
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, round(0.95 * len(ordered)) - 1)] if ordered else float("nan")
+
+
+def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
+    first = [a for a in asks if a.order == 0]
+    later = [a for a in asks if a.order > 0]
+    rows = [
+        header,
+        "",
+        "| asks | n | spec-lsp p50 (s) | p95 | plain p50 (s) | p95 | ratio of p50s | "
+        "prompt evaluated | exact spec / plain |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, group in (("a file's first ask", first), ("later places", later)):
+        spec = [a.spec_s for a in group]
+        plain_ = [a.plain_s for a in group]
+        evaluated = sum(a.prompt_evaluated for a in group) / max(
+            1, sum(a.prompt_tokens for a in group)
+        )
+        exact_spec = sum(first_line(a.spec_text) == a.expected for a in group)
+        exact_plain = sum(first_line(a.plain_text) == a.expected for a in group)
+        rows.append(
+            f"| {label} | {len(group)} | {median(spec):.2f} | {p95(spec):.2f} | "
+            f"{median(plain_):.2f} | {p95(plain_):.2f} | {median(spec) / median(plain_):.2f}x | "
+            f"{evaluated:.0%} | {exact_spec} / {exact_plain} |"
+        )
+    if typing:
+        spec = [t.spec_after_pause_s for t in typing]
+        plain_ = [t.plain_after_pause_s for t in typing]
+        shown = sum(t.shown_while_typing for t in typing)
+        keys = sum(t.keys for t in typing)
+        rows += [
+            "",
+            "| typing | lines | keys | shown while typing | after the pause: spec-lsp "
+            "p50 (s) | plain p50 (s) | ratio |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            f"| {typing[0].keys and 'half a line, then a pause'} | {len(typing)} | {keys} | "
+            f"{shown} | {median(spec):.2f} | {median(plain_):.2f} | "
+            f"{median(spec) / median(plain_):.2f}x |",
+        ]
+    return "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--files", nargs="*", default=FILES)
+    parser.add_argument("--places", type=int, default=6)
+    parser.add_argument("--typing", type=int, default=2, help="lines typed per file")
+    parser.add_argument("--key-ms", type=float, default=150.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=None, help="target GGUF (default: the pulled Qwen)")
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="another engine setting, e.g. answer_budget_ms=0",
+    )
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "places.md"))
+    args = parser.parse_args()
+    extra: dict[str, Any] = {}
+    for item in args.setting:
+        name, _, value = item.partition("=")
+        extra[name] = value
+    settings = Settings(model=args.model, **extra)
+    engine = build_engine(settings)
+    engine.load()
+    assert engine.loaded is not None
+    path = engine.loaded.target.info.path
+    plain = Plain(engine, path, settings)
+    asks: list[Ask] = []
+    typing: list[Typed] = []
+    for name in args.files:
+        asks += run_places(engine, plain, name, args.places, args.seed)
+        typing += run_typing(engine, plain, name, args.typing, args.key_ms / 1000, args.seed)
+    digests = ", ".join(
+        f"{name} {hashlib.sha256(stdlib(name).encode()).hexdigest()[:12]}" for name in args.files
+    )
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    header = (
+        f"# Time to a suggestion: {Path(path).name}, {os.cpu_count()} CPUs "
+        f"(load average {load:.1f} at the end)\n\n"
+        f"`python -m spec_lsp.bench.places {' '.join(_argv_shown(args))}`; files (stdlib, "
+        f"sha256): {digests}; spec-lsp settings: {extra or 'defaults'}; plain llama-cpp-python: "
+        f"the same window and FIM template, create_completion, stop at the line's end."
+    )
+    table = render(asks, typing, header)
+    print(table)
+    out = Path(args.out)
+    out.write_text(table)
+    write_results(
+        out.with_suffix(".json.gz"),
+        {
+            "asks": [asdict(a) for a in asks],
+            "typing": [asdict(t) for t in typing],
+            "settings": extra,
+        },
+    )
+
+
+def _argv_shown(args: argparse.Namespace) -> list[str]:
+    shown = [f"--places {args.places}", f"--typing {args.typing}"]
+    shown += [f"--setting {s}" for s in args.setting]
+    return shown
+
+
+if __name__ == "__main__":
+    main()

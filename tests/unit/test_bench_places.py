@@ -1,0 +1,60 @@
+"""The places benchmark's own logic: where it asks, what it expects, how it reports."""
+
+from __future__ import annotations
+
+from spec_lsp.bench.places import Ask, Typed, emptied, places, render
+
+TEXT = "\n".join(
+    [f"# header {i}" for i in range(10)]
+    + [f"    value_{i} = compute_something({i}, other={i})" for i in range(30)]
+)
+
+
+def test_a_place_is_its_line_emptied_to_the_indentation():
+    prefix, suffix, expected = emptied(TEXT, 12)
+    assert prefix.endswith("\n    ") and suffix.startswith("\n    value_3 =")
+    assert expected == "value_2 = compute_something(2, other=2)"
+    assert emptied(TEXT, 12, "val")[0].endswith("\n    val")
+
+
+def test_places_are_code_lines_spread_through_the_file():
+    chosen = places(TEXT, 5, seed=0)
+    assert len(chosen) == 5 == len(set(chosen)) and all(10 <= i < 40 for i in chosen)
+    assert max(chosen) - min(chosen) >= 20
+    assert places(TEXT, 5, seed=0) == chosen  # the same places every run
+
+
+def test_the_report_compares_first_and_later_asks_with_plain():
+    asks = [
+        Ask(
+            "f.py",
+            1,
+            0,
+            "x = 1",
+            spec_s=2.0,
+            spec_text="x = 1",
+            prompt_tokens=100,
+            prompt_evaluated=100,
+            plain_s=1.0,
+            plain_text="x = 2",
+        ),
+        Ask(
+            "f.py",
+            9,
+            1,
+            "y = 2",
+            spec_s=0.5,
+            spec_text="y = 2\nz",
+            prompt_tokens=100,
+            prompt_evaluated=25,
+            plain_s=1.0,
+            plain_text="y = 2",
+        ),
+    ]
+    typing = [
+        Typed("f.py", 3, 10, shown_while_typing=4, spec_after_pause_s=0.2, plain_after_pause_s=1.0)
+    ]
+    table = render(asks, typing, "# header")
+    assert "| a file's first ask | 1 | 2.00 |" in table and "| 2.00x | 100% | 1 / 0 |" in table
+    assert "| later places | 1 | 0.50 |" in table and "| 0.50x | 25% | 1 / 1 |" in table
+    assert "| 1 | 10 | 4 | 0.20 | 1.00 | 0.20x |" in table
