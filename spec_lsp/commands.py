@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
+from dataclasses import replace
 from pathlib import Path
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import (
     CancelToken,
+    Completion,
     CompletionRequest,
     EngineError,
     SamplingParams,
@@ -165,6 +168,7 @@ def _demo(settings: Settings) -> int:
     request = request_at(DEMO_LOCATION, settings)
     engine = open_engine(settings)
     try:
+        felt = _felt(engine, request)
         runs = {}
         for drafter in ("none", settings.drafter):
             engine.update_settings(settings.model_copy(update={"drafter": drafter}))
@@ -189,4 +193,51 @@ def _demo(settings: Settings) -> int:
         f"({s.tokens_per_second / max(plain.stats.tokens_per_second, 1e-9):.2f}x); draft length per round: {s.k_trace}"
     )
     print(f"same text as plain decoding: {spec.text == plain.text}")
+    print("\n--- what you wait for (model loaded, this file never seen before) ---")
+    for line in felt:
+        print(line)
     return 0
+
+
+def _felt(engine: Engine, request: CompletionRequest) -> list[str]:
+    """The times a person feels: the first suggestion in the file, a keystroke typed into it,
+    a new place in the same file (line 29 emptied to its indentation)."""
+
+    def ask(req: CompletionRequest) -> tuple[Completion, float, float]:
+        started = time.perf_counter()
+        first: list[float] = []
+        done = engine.complete(
+            req, CancelToken(), reply=lambda _c: first.append(time.perf_counter() - started)
+        )
+        whole = time.perf_counter() - started
+        return done, (first[0] if first else whole), whole
+
+    lines = []
+    shown, first_s, whole_s = ask(request)
+    lines.append(
+        f"first suggestion: {first_s:.2f}s to ghost text ({whole_s:.2f}s for the whole "
+        f"{shown.stats.tokens}-token suggestion, the rest generated behind it); prompt "
+        f"{shown.stats.prompt_tokens} tokens, {shown.stats.prompt_tokens_evaluated} evaluated"
+    )
+    if shown.text:
+        typed = replace(request, prefix=request.prefix + shown.text[0], suffix=request.suffix)
+        started = time.perf_counter()
+        hit = engine.peek(typed)
+        ms = (time.perf_counter() - started) * 1000
+        lines.append(
+            f"a keystroke typed into it: {ms:.1f} ms ({'from the cache' if hit else 'not cached'})"
+        )
+    text = request.prefix + request.suffix
+    rows = text.split("\n")
+    indent = rows[28][: len(rows[28]) - len(rows[28].lstrip())]
+    place = replace(
+        request,
+        prefix="\n".join(rows[:28]) + "\n" + indent,
+        suffix="\n" + "\n".join(rows[29:]),
+    )
+    moved, first_s, whole_s = ask(place)
+    lines.append(
+        f"a new place in the same file (line 29): {first_s:.2f}s to ghost text; prompt "
+        f"{moved.stats.prompt_tokens} tokens, {moved.stats.prompt_tokens_evaluated} evaluated"
+    )
+    return lines
