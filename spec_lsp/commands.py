@@ -15,7 +15,6 @@ from pathlib import Path
 from spec_lsp.config import Settings
 from spec_lsp.engine import (
     CancelToken,
-    Completion,
     CompletionRequest,
     EngineError,
     SamplingParams,
@@ -202,18 +201,10 @@ def _demo(settings: Settings) -> int:
 def _felt(engine: Engine, request: CompletionRequest) -> list[str]:
     """The times a person feels: the first suggestion in the file, a keystroke typed into it,
     a new place in the same file (line 29 emptied to its indentation)."""
-
-    def ask(req: CompletionRequest) -> tuple[Completion, float, float]:
-        started = time.perf_counter()
-        first: list[float] = []
-        done = engine.complete(
-            req, CancelToken(), reply=lambda _c: first.append(time.perf_counter() - started)
-        )
-        whole = time.perf_counter() - started
-        return done, (first[0] if first else whole), whole
+    from spec_lsp.bench.places import spec_ask  # (the benchmark's timing of the same thing)
 
     lines = []
-    shown, first_s, whole_s = ask(request)
+    shown, first_s, whole_s = spec_ask(engine, request)
     lines.append(
         f"first suggestion: {first_s:.2f}s to ghost text ({whole_s:.2f}s for the whole "
         f"{shown.stats.tokens}-token suggestion, the rest generated behind it); prompt "
@@ -235,7 +226,7 @@ def _felt(engine: Engine, request: CompletionRequest) -> list[str]:
         prefix="\n".join(rows[:28]) + "\n" + indent,
         suffix="\n" + "\n".join(rows[29:]),
     )
-    moved, first_s, whole_s = ask(place)
+    moved, first_s, whole_s = spec_ask(engine, place)
     lines.append(
         f"a new place in the same file (line 29): {first_s:.2f}s to ghost text; prompt "
         f"{moved.stats.prompt_tokens} tokens, {moved.stats.prompt_tokens_evaluated} evaluated"
