@@ -22,6 +22,7 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import calibrate, loading, postprocess
+from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.remote import RemoteFault
 from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
@@ -353,6 +354,19 @@ class Engine:
         after = replace(request, prefix=request.prefix + shown.typed + shown.text)
         if self.suggestions.lookup(after) is None:
             self.complete(after, cancel, kind="precompute")
+
+    def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
+        """Idle time after an edit: evaluate the prompt for the place edited, so that a request
+        there (or after more typing on the line) finds it in the KV cache. Returns the tokens
+        evaluated; a cancel (any request) stops it between chunks, keeping what was done."""
+        if self.remote is not None or not self.settings.cache or self.loaded is None:
+            return 0
+        loaded, prompts = self._require_loaded()
+        prompt = prompts.build(request, self.settings)
+        self._prepare_caches(loaded, request.document_id, prompt.tokens)
+        _logits, evaluated = sync(loaded.target, prompt.tokens, check=cancel.raise_if_cancelled)
+        self.totals.count_prewarm(evaluated)
+        return evaluated
 
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()

@@ -43,6 +43,8 @@ class EngineTotals:
     stages: dict[str, deque[float]] = field(
         default_factory=lambda: {name: deque(maxlen=1000) for name in STAGES}
     )
+    prewarms: int = 0  # prompts evaluated while idle after an edit (prewarm)
+    prewarm_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, stats: DecodeStats, *, cancelled: bool = False) -> None:
@@ -80,6 +82,11 @@ class EngineTotals:
             if stats.acceptance_estimate is not None:
                 self.last_acceptance_estimate = stats.acceptance_estimate
 
+    def count_prewarm(self, evaluated: int) -> None:
+        with self._lock:
+            self.prewarms += 1
+            self.prewarm_tokens += evaluated
+
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -108,6 +115,7 @@ class EngineTotals:
                 **_percentiles("first_token_ms", self.first_token_seconds),
                 "server_timings": self.server_timings,
                 "timing": self._timing(),
+                "prewarm": {"prompts": self.prewarms, "tokens": self.prewarm_tokens},
             }
 
     def _timing(self) -> dict[str, Any]:

@@ -45,6 +45,21 @@ def offset_at(document: TextDocument, position: lsp.Position) -> int:
     return sum(len(line) for line in lines[: position.line]) + column
 
 
+def after_edit(change: lsp.TextDocumentContentChangeEvent) -> lsp.Position | None:
+    """Where the cursor is after an incremental change: the end of the inserted text (UTF-16
+    units, as LSP counts); None for a whole-document change."""
+    if not isinstance(change, lsp.TextDocumentContentChangePartial):
+        return None
+    start, lines = change.range.start, change.text.split("\n")
+    if len(lines) == 1:
+        return lsp.Position(start.line, start.character + _utf16_len(lines[0]))
+    return lsp.Position(start.line + len(lines) - 1, _utf16_len(lines[-1]))
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
 def _before(a: lsp.Position, b: lsp.Position) -> bool:
     return (a.line, a.character) < (b.line, b.character)
 

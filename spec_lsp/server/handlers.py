@@ -79,11 +79,19 @@ async def did_change_configuration(
 def document_changed(
     ls: SpecLanguageServer, params: lsp.DidOpenTextDocumentParams | lsp.DidChangeTextDocumentParams
 ) -> None:
-    """After pygls has applied the change: the engine's workspace index follows the text."""
+    """After pygls has applied the change: the engine's workspace index follows the text, and
+    once the person pauses the prompt at the edited place is evaluated ahead (prewarm)."""
     uri = params.text_document.uri
     document = ls.workspace.text_documents.get(unquote(uri))
-    if document is not None:
-        ls.scheduler.engine.document_changed(document.uri, document.source)
+    if document is None:
+        return
+    ls.scheduler.engine.document_changed(document.uri, document.source)
+    changes = getattr(params, "content_changes", None)
+    where = convert.after_edit(changes[-1]) if changes else None
+    small = len(document.source) <= ls.settings.max_document_chars
+    if where is not None and ls.settings.enable and small:
+        position = convert.clamp(document, where)
+        ls.scheduler.prewarm(convert.to_request(document, position, ls.settings))
 
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Outcome = tuple[Completion | None, str]  # the answer and what happened: served, empty, ...
 INVOKED_LOAD_WAIT_S = 30.0
+PREWARM_DELAY_S = 0.3  # idle this long after an edit before evaluating its place's prompt
 Job = tuple["asyncio.Future[Completion | None]", CancelToken]  # a generation on the worker
 
 
@@ -243,6 +244,32 @@ class Scheduler:
                 pass
             except Exception:
                 log.exception("precompute crashed")
+
+        self._submit(job)
+
+    def prewarm(self, request: CompletionRequest) -> None:
+        """After an edit: once nothing has happened for PREWARM_DELAY_S (no newer edit, no
+        request, the worker idle), evaluate the prompt for the edited place. Any request or
+        edit cancels it."""
+        if self.closed or not self.engine.ready:
+            return
+        self._background.cancel("an edit")
+        token = self._background = CancelToken()
+        asyncio.get_running_loop().call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
+
+    def _start_prewarm(self, request: CompletionRequest, token: CancelToken) -> None:
+        if token.cancelled or self.closed or self._queued or self._live:
+            return  # something newer, or the worker busy: the request itself will do it
+
+        def job() -> None:
+            if token.cancelled:
+                return
+            try:
+                self.engine.prewarm(request, token)
+            except (Cancelled, EngineError):
+                pass
+            except Exception:
+                log.exception("prewarm crashed")
 
         self._submit(job)
 

@@ -149,8 +149,20 @@ async def wait_ready(client: LanguageClient, timeout: float = 20.0) -> None:
 
 
 async def ready_inline(client: LanguageClient, line: int, character: int, **kw: Any):
-    """A completion once the model is ready (requests before that are answered empty)."""
+    """A completion once the model is ready (requests before that are answered empty), and
+    once the generation behind it has ended (answered at its first line, it goes on: its
+    statistics count when it ends)."""
     await wait_ready(client)
     result = await inline(client, line, character, **kw)
     assert result is not None and result.items, "no completion"
+    await settled(client)
     return result
+
+
+async def settled(client: LanguageClient, timeout: float = 30.0) -> None:
+    """Until no generation runs (an early answer's goes on in the background)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (await stats(client)).pending.generations:
+        assert loop.time() < deadline, "a generation never ended"
+        await asyncio.sleep(0.02)

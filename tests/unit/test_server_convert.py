@@ -157,3 +157,15 @@ def test_completion_fallback_item():
     typed = convert.to_completion_list(document, pos(0, 6), done("(x):", typed="o")).items[0]
     assert typed.text_edit.range.start == pos(0, 5) and typed.filter_text.startswith("o")
     assert convert.to_completion_list(document, pos(0, 6), None).items == []
+
+
+def test_the_cursor_after_an_edit_is_the_end_of_the_inserted_text():
+    def change(line: int, character: int, text: str) -> lsp.TextDocumentContentChangePartial:
+        here = lsp.Position(line, character)
+        return lsp.TextDocumentContentChangePartial(range=lsp.Range(here, here), text=text)
+
+    assert convert.after_edit(change(3, 4, "abc")) == lsp.Position(3, 7)
+    assert convert.after_edit(change(3, 4, "a\n    b")) == lsp.Position(4, 5)
+    assert convert.after_edit(change(0, 2, "😀")) == lsp.Position(0, 4)  # UTF-16 units
+    assert convert.after_edit(change(5, 0, "")) == lsp.Position(5, 0)  # a deletion
+    assert convert.after_edit(lsp.TextDocumentContentChangeWholeDocument(text="x")) is None
