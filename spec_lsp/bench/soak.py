@@ -21,7 +21,8 @@ RequestCancelled for a request the client cancelled is not one); a request was s
 --drain-s after the typing stopped (the server then gets SIGABRT, and its stderr ends with every
 thread's stack), or was answered twice; the server's text of a document differs from the
 client's (specLsp/document); RSS grew by more than --max-growth-mb from the end of the warm-up
-(--warmup-s) to the end.
+(--warmup-s) to the end; the engine crashed on a request (the server answers it empty, the
+person never sees it: the server's `errors` count) or the server logged an error.
 
 Modules: soak_args (flags), soak_client (JSON-RPC and the ledger of requests), soak_typist
 (the user), soak_report (RSS, periods, table, stderr excerpts).
@@ -211,6 +212,10 @@ class Soak:
         growth = growth_mb(periods, warmup)
         if not growth <= args.max_growth_mb:  # nan fails too
             failures.append(f"RSS grew {growth:+.1f} MB after the warm-up ({args.max_growth_mb})")
+        log = tail(self.stderr, 10**9)
+        warnings = sum(" WARNING " in line for line in log)
+        errors = sum(" ERROR " in line or "Traceback" in line for line in log)
+        failures += server_failures(self.stats, errors)
         base = periods[baseline_index(periods, warmup)]
         base.baseline = True
         pace = f"{args.keys_per_second:g} keys/s" if args.keys_per_second else "human pace"
@@ -248,9 +253,6 @@ class Soak:
             title = f"Soak: `python -m spec_lsp.bench.soak {' '.join(sys.argv[1:])}`"
             Path(args.out).write_text(f"{title}\n\n{report}\n")
             print(f"report written to {args.out}")
-        log = tail(self.stderr, 10**9)
-        warnings = sum(" WARNING " in line for line in log)
-        errors = sum(" ERROR " in line or "Traceback" in line for line in log)
         print(
             f"server stderr: {self.stderr} ({len(log)} lines, {warnings} warnings, {errors} errors)"
         )
@@ -271,3 +273,15 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def server_failures(stats: dict[str, Any] | None, error_lines: int) -> list[str]:
+    """What the server hid from the client: requests the engine crashed on (answered empty, so
+    the person never sees it: the server's `errors` count), and error lines in its log."""
+    failures = []
+    crashed = (stats or {}).get("server_requests", {}).get("errors", 0)
+    if crashed:
+        failures.append(f"the engine crashed on {crashed} requests (answered empty)")
+    if error_lines:
+        failures.append(f"the server logged {error_lines} error lines")
+    return failures

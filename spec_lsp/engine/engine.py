@@ -223,6 +223,9 @@ class Engine:
             return self._complete_remote(self.remote, request, cancel, kind, first)
         loaded, prompts = self._require_loaded()
         prompt = prompts.build(request, self.settings)  # prompt
+        if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest
+            stats.stop_reason = "empty_prompt"
+            return Completion(text="", stats=stats)
         reused = self._prepare_caches(loaded, request.document_id, prompt.tokens)  # caches
         try:
             tokens = self._decode(loaded, prompts, request, prompt, multiline, cancel, stats, first)
@@ -363,6 +366,8 @@ class Engine:
             return 0
         loaded, prompts = self._require_loaded()
         prompt = prompts.build(request, self.settings)
+        if not prompt.tokens:
+            return 0
         self._prepare_caches(loaded, request.document_id, prompt.tokens)
         _logits, evaluated = sync(loaded.target, prompt.tokens, check=cancel.raise_if_cancelled)
         self.totals.count_prewarm(evaluated)

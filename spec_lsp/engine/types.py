@@ -60,7 +60,8 @@ class DecodeStats:
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end
     drafter: str = "none"
-    # max_tokens | eos | stop_string | cancelled | context_full | fault; first_answer: an
+    # max_tokens | eos | stop_string | cancelled | context_full | fault | empty_prompt (nothing
+    # to condition on: an empty document and a model without FIM tokens); first_answer: an
     # early answer's snapshot (the generation went on)
     stop_reason: str = ""
     cache: str = "none"  # which cache served the request: none | typed_through | ...

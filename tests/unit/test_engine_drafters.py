@@ -143,3 +143,15 @@ def test_a_precomputed_suggestion_is_not_an_accepted_one():
     assert engine.workspace.memory()["accepted"] == 1
     remembered = [engine.workspace.text(d) for d in engine.workspace.documents()]
     assert shown.text in remembered
+
+
+@pytest.mark.parametrize("prefix", ["", "  \t"])
+def test_an_empty_document_without_a_fim_template_is_an_empty_answer(prefix):
+    """Nothing before the cursor and no FIM tokens to place the text after it: nothing to
+    condition on. An empty answer, not a crash (seen 131 times in a SmolLM2 soak)."""
+    engine = engine_with("auto", fim_template="none")
+    for document in ("file:///empty.py", "file:///other.py"):
+        request = CompletionRequest(prefix=prefix, suffix="\nx = 1\n", document_id=document)
+        done = engine.complete(request, CancelToken())
+        assert done.text == "" and done.stats.stop_reason == "empty_prompt"
+        assert engine.prewarm(request, CancelToken()) == 0

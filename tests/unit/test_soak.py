@@ -353,3 +353,16 @@ def test_warm_up_is_a_fifth_of_the_run_at_most_two_minutes() -> None:
     assert warmup_s(parse(["--keys", "1000", "--keys-per-second", "50"])) == 4
     assert warmup_s(parse(["--keys", "10", "--warmup-s", "7"])) == 7
     assert parse(["--keys", "10"]).minutes is None
+
+
+def test_crashes_the_server_answered_empty_fail_the_soak() -> None:
+    """A SmolLM2 soak passed with 131 requests the engine crashed on: the server answered them
+    empty and counted them, the client saw nothing wrong. Now they fail it, as do error lines."""
+    from spec_lsp.bench.soak import server_failures
+
+    clean = {"server_requests": {"requests": 10, "served": 10}}
+    assert server_failures(clean, 0) == []
+    assert server_failures(None, 0) == []
+    crashed = {"server_requests": {"requests": 10, "errors": 3}}
+    assert server_failures(crashed, 0) == ["the engine crashed on 3 requests (answered empty)"]
+    assert server_failures(clean, 262) == ["the server logged 262 error lines"]
