@@ -69,7 +69,9 @@ class Soak:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.stderr = Path(args.stderr or ROOT / "bench" / "out" / f"soak-{stamp}.stderr.log")
+        self.stderr = Path(
+            args.stderr or ROOT / "bench" / "out" / f"soak-{stamp}-{os.getpid()}.stderr.log"
+        )
         self.ledger = Ledger()
         self.failures: list[str] = []
         self.checks: list[asyncio.Future[None]] = []

@@ -38,7 +38,11 @@ def parse(argv: list[str] | None = None, description: str = "") -> argparse.Name
     parser.add_argument("--drain-s", type=float, default=30.0, help="wait for the last answers")
     parser.add_argument("--load-timeout-s", type=float, default=600.0)
     parser.add_argument("--log-level", default=None, help="the server's --log-level")
-    parser.add_argument("--stderr", default=None, help="default bench/out/soak-<time>.stderr.log")
+    parser.add_argument(
+        "--stderr",
+        default=None,
+        help="default bench/out/soak-<time>-<pid>.stderr.log (soaks side by side get one each)",
+    )
     parser.add_argument("--out", default=None, help="write the report (markdown) here")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
