@@ -273,10 +273,6 @@ def main() -> int:
     return asyncio.run(Soak(parse(description=__doc__.split("\n")[0])).run())
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def server_failures(stats: dict[str, Any] | None, error_lines: int) -> list[str]:
     """What the server hid from the client: requests the engine crashed on (answered empty, so
     the person never sees it: the server's `errors` count), and error lines in its log."""
@@ -287,3 +283,7 @@ def server_failures(stats: dict[str, Any] | None, error_lines: int) -> list[str]
     if error_lines:
         failures.append(f"the server logged {error_lines} error lines")
     return failures
+
+
+if __name__ == "__main__":
+    sys.exit(main())
