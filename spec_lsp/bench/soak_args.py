@@ -34,7 +34,13 @@ def parse(argv: list[str] | None = None, description: str = "") -> argparse.Name
     parser.add_argument(
         "--warmup-s", type=float, default=None, help="default: 1/5 of the run, at most 120"
     )
-    parser.add_argument("--max-growth-mb", type=float, default=50.0)
+    parser.add_argument(
+        "--max-growth-mb",
+        type=float,
+        default=None,
+        help="RSS growth allowed after the warm-up (default: 5 with the fake backend, 20 with a "
+        "model: the server's caches are bounded, and filled during the warm-up)",
+    )
     parser.add_argument("--drain-s", type=float, default=30.0, help="wait for the last answers")
     parser.add_argument("--load-timeout-s", type=float, default=600.0)
     parser.add_argument("--log-level", default=None, help="the server's --log-level")
@@ -61,6 +67,8 @@ def parse(argv: list[str] | None = None, description: str = "") -> argparse.Name
     args = parser.parse_args(argv)
     if args.minutes is None and args.keys is None:
         args.minutes = 30.0
+    if args.max_growth_mb is None:
+        args.max_growth_mb = 5.0 if args.backend == "fake" else 20.0
     return args
 
 

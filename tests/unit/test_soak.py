@@ -366,3 +366,9 @@ def test_crashes_the_server_answered_empty_fail_the_soak() -> None:
     crashed = {"server_requests": {"requests": 10, "errors": 3}}
     assert server_failures(crashed, 0) == ["the engine crashed on 3 requests (answered empty)"]
     assert server_failures(clean, 262) == ["the server logged 262 error lines"]
+
+
+def test_the_growth_bound_is_the_stated_one() -> None:
+    assert parse(["--backend", "fake"]).max_growth_mb == 5.0
+    assert parse(["--model", "smollm2-135m"]).max_growth_mb == 20.0
+    assert parse(["--max-growth-mb", "7"]).max_growth_mb == 7.0
