@@ -77,6 +77,7 @@ class Soak:
         self.checks: list[asyncio.Future[None]] = []
         self.periods: list[Period] = []
         self.stats: dict[str, Any] = {}
+        self.memory_at_warmup: dict[str, Any] = {}  # specLsp/stats memory when the warm-up ends
         self.note = ""
 
     async def run(self) -> int:
@@ -156,12 +157,21 @@ class Soak:
                     row(self.periods[-1]), file=sys.stderr, flush=True
                 )  # as it goes; the table at the end
                 self.check(self.typist.current)
+                if not self.memory_at_warmup and client.now() >= warmup_s(args):
+                    asyncio.ensure_future(self.read_memory())
                 next_sample += args.sample_s
         self.typing_s = client.now()
         self.load.append(os.getloadavg()[0])
         if not self.periods or self.typing_s - self.periods[-1].t > 0.5:
             self.periods.append(sampler.sample(self.typing_s))
         self.backlog = len(self.ledger.open)
+
+    async def read_memory(self) -> None:
+        """What the server says it holds when the warm-up ends (to set against the end)."""
+        self.memory_at_warmup = {"pending": True}
+        with contextlib.suppress(Exception):
+            stats = await self.client.call("specLsp/stats", None, 30)
+            self.memory_at_warmup = stats.get("memory", {})
 
     async def finish(self) -> None:
         """Wait for the last answers (and the server's text of every document), then stop it."""
@@ -248,6 +258,9 @@ class Soak:
             keep = ("server_requests", "pending", "latency_ms_p50", "latency_ms_p95")
             shown = {k: self.stats[k] for k in keep if k in self.stats}
             lines.append(f"- server stats: {json.dumps(shown)}")
+            if self.memory_at_warmup.get("saved_states") and self.stats.get("memory"):
+                before, after = held(self.memory_at_warmup), held(self.stats["memory"])
+                lines.append(f"- held at the end of the warm-up: {before}; at the end: {after}")
         report = "\n".join([table(periods), "", *lines, "", "FAILED" if failures else "OK"])
         print(report)
         if args.out:
@@ -271,6 +284,21 @@ class Soak:
 
 def main() -> int:
     return asyncio.run(Soak(parse(description=__doc__.split("\n")[0])).run())
+
+
+def held(memory: dict[str, Any]) -> str:
+    """The server's caches in a line (specLsp/stats memory): where RSS growth may come from."""
+    states = memory.get("saved_states", {})
+    suggestions = memory.get("suggestions", {})
+    continuations = memory.get("continuations", {})
+    workspace = memory.get("workspace", {})
+    return (
+        f"saved KV states {states.get('count')} ({states.get('bytes', 0) / 2**20:.1f} MB), "
+        f"suggestions {suggestions.get('entries')} ({suggestions.get('chars')} chars), "
+        f"continuations {continuations.get('tokens')} tokens, "
+        f"workspace {workspace.get('documents')} documents ({workspace.get('chars')} chars), "
+        f"rss {memory.get('rss_mb')} MB"
+    )
 
 
 def server_failures(stats: dict[str, Any] | None, error_lines: int) -> list[str]:

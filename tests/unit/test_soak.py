@@ -372,3 +372,19 @@ def test_the_growth_bound_is_the_stated_one() -> None:
     assert parse(["--backend", "fake"]).max_growth_mb == 5.0
     assert parse(["--model", "smollm2-135m"]).max_growth_mb == 20.0
     assert parse(["--max-growth-mb", "7"]).max_growth_mb == 7.0
+
+
+def test_what_the_server_holds_is_one_line_per_moment() -> None:
+    from spec_lsp.bench.soak import held
+
+    memory = {
+        "saved_states": {"count": 2, "bytes": 3 * 2**20},
+        "suggestions": {"entries": 5, "chars": 900},
+        "continuations": {"tokens": 120},
+        "workspace": {"documents": 4, "chars": 5000},
+        "rss_mb": 80.5,
+    }
+    assert held(memory) == (
+        "saved KV states 2 (3.0 MB), suggestions 5 (900 chars), continuations 120 tokens, "
+        "workspace 4 documents (5000 chars), rss 80.5 MB"
+    )
