@@ -12,8 +12,15 @@ human-like (--keystroke-s, random gaps) or steady (--keys-per-second); it stops 
     .venv/bin/python -m spec_lsp.bench.soak --backend fake --keys-per-second 200 --minutes 2
 
 The server's stderr goes to a file (--stderr, printed). Every --sample-s the RSS of the server
-and its children is read; the report is a markdown table per period (latency p50/p95 of the
-answers, outcomes, the requests still open at its end) and the totals, also written to --out.
+and its children is read, and what the server says it holds (specLsp/stats memory); the report
+is a markdown table per period (latency p50/p95 of the answers, outcomes, the requests still
+open at its end, the saved KV states) and the totals, also written to --out.
+
+The warm-up lasts until the server's bounded caches are at their steady state: the user visits
+every document first, and RSS growth is measured from the first sample at least --warmup-s in
+(and in the run's first half) at which the saved KV states fill their pool (with a model each
+is ~10-15 MB, four of them more than the growth allowed); the report says which sample that
+was, or that the pool never filled (then from --warmup-s).
 
 Exit status 1 (FAILED, each reason printed with the server's stderr around errors) when: the
 server died or stopped reading; any answer was an error (printed with its request as it comes;
@@ -21,7 +28,7 @@ RequestCancelled for a request the client cancelled is not one); a request was s
 --drain-s after the typing stopped (the server then gets SIGABRT, and its stderr ends with every
 thread's stack), or was answered twice; the server's text of a document differs from the
 client's (specLsp/document); RSS grew by more than --max-growth-mb from the end of the warm-up
-(--warmup-s) to the end; the engine crashed on a request (the server answers it empty, the
+to the end; the engine crashed on a request (the server answers it empty, the
 person never sees it: the server's `errors` count) or the server logged an error.
 
 Modules: soak_args (flags), soak_client (JSON-RPC and the ledger of requests), soak_typist
@@ -38,6 +45,7 @@ import math
 import os
 import random
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,13 +58,13 @@ from spec_lsp.bench.soak_report import (
     HEADER,
     Period,
     Sampler,
-    baseline_index,
     growth_mb,
     percentile,
     row,
     stderr_excerpts,
     table,
     tail,
+    warmup_end,
 )
 from spec_lsp.bench.soak_typist import Document, Typist
 
@@ -75,9 +83,9 @@ class Soak:
         self.ledger = Ledger()
         self.failures: list[str] = []
         self.checks: list[asyncio.Future[None]] = []
+        self.reads: list[asyncio.Future[None]] = []  # specLsp/stats memory, one per sample
         self.periods: list[Period] = []
         self.stats: dict[str, Any] = {}
-        self.memory_at_warmup: dict[str, Any] = {}  # specLsp/stats memory when the warm-up ends
         self.note = ""
 
     async def run(self) -> int:
@@ -107,6 +115,7 @@ class Soak:
                 self.proc.kill()
             await self.proc.wait()
             return 1
+        self.code = code_version()  # what the server ran: the files as they are now
         rng = random.Random(args.seed)
         files = sorted((ROOT / "spec_lsp").rglob("*.py"))
         chosen = rng.sample(files, min(args.documents, len(files)))
@@ -157,21 +166,27 @@ class Soak:
                     row(self.periods[-1]), file=sys.stderr, flush=True
                 )  # as it goes; the table at the end
                 self.check(self.typist.current)
-                if not self.memory_at_warmup and client.now() >= warmup_s(args):
-                    asyncio.ensure_future(self.read_memory())
+                self.read_held(self.periods[-1])
                 next_sample += args.sample_s
         self.typing_s = client.now()
         self.load.append(os.getloadavg()[0])
         if not self.periods or self.typing_s - self.periods[-1].t > 0.5:
             self.periods.append(sampler.sample(self.typing_s))
+            self.read_held(self.periods[-1])
         self.backlog = len(self.ledger.open)
 
-    async def read_memory(self) -> None:
-        """What the server says it holds when the warm-up ends (to set against the end)."""
-        self.memory_at_warmup = {"pending": True}
-        with contextlib.suppress(Exception):
-            stats = await self.client.call("specLsp/stats", None, 30)
-            self.memory_at_warmup = stats.get("memory", {})
+    def read_held(self, period: Period) -> None:
+        """What the server says it holds at the end of `period` (specLsp/stats memory), read
+        without pausing the typing."""
+        documents = len(self.typist.docs)
+
+        async def read() -> None:
+            with contextlib.suppress(Exception):
+                stats = await self.client.call("specLsp/stats", None, 30)
+                period.held = stats.get("memory") or {}
+                period.steady = pool_full(period.held, documents)
+
+        self.reads.append(asyncio.ensure_future(read()))
 
     async def finish(self) -> None:
         """Wait for the last answers (and the server's text of every document), then stop it."""
@@ -187,7 +202,9 @@ class Soak:
             await asyncio.sleep(0.05)
         self.drained_s = time.monotonic() - waited
         self.left = self.ledger.close(client.now())
-        for check in self.checks:
+        with contextlib.suppress(Exception):  # the last reads of what the server holds
+            await asyncio.wait_for(asyncio.gather(*self.reads), 10)
+        for check in self.checks + self.reads:
             check.cancel()
         if alive and client.broken:
             self.failures.append(f"the server died after the typing: {client.broken}")
@@ -221,15 +238,17 @@ class Soak:
         failures = self.failures + ledger.failures()
         failures += [f"document differs: {m}" for m in self.typist.mismatches]
         warmup = warmup_s(args)
-        growth = growth_mb(periods, warmup)
+        index, steady = warmup_end(periods, warmup)
+        growth = growth_mb(periods, warmup, index)
         if not growth <= args.max_growth_mb:  # nan fails too
             failures.append(f"RSS grew {growth:+.1f} MB after the warm-up ({args.max_growth_mb})")
         log = tail(self.stderr, 10**9)
         warnings = sum(" WARNING " in line for line in log)
         errors = sum(" ERROR " in line or "Traceback" in line for line in log)
         failures += server_failures(self.stats, errors)
-        base = periods[baseline_index(periods, warmup)]
+        base = periods[index]
         base.baseline = True
+        end = next((p for p in reversed(periods) if p.held), None)
         pace = f"{args.keys_per_second:g} keys/s" if args.keys_per_second else "human pace"
         model = "fake backend" if args.backend == "fake" else (args.model or "default model")
         every = [s for _, s in ledger.latencies]
@@ -248,19 +267,30 @@ class Soak:
             f" max {max(every, default=math.nan) * 1000:.0f}",
             f"- open when the typing stopped: {self.backlog}; "
             f"after waiting {self.drained_s:.1f}s: {len(self.left)}",
+            f"- warm-up: until t={base.t:.0f}s, "
+            + (
+                f"the first sample from t={warmup:.0f}s on with the saved KV states filling "
+                "their pool"
+                if steady
+                else f"the first sample from t={warmup:.0f}s on (the saved KV states did not "
+                "fill their pool in the run's first half)"
+            ),
             f"- RSS MB (server and children): {base.rss_mb:.1f} at the end of the warm-up "
             f"(t={base.t:.0f}s), {rss[-1]:.1f} at the end, max {max(rss):.1f}; "
             f"growth {growth:+.1f} (limit {args.max_growth_mb:g})",
             f"- machine: {os.cpu_count()} CPUs, load average (1 min) {self.load[0]:.1f} when the "
             f"typing started, {self.load[-1]:.1f} when it stopped",
+            f"- code: {self.code}",
         ]
         if self.stats:
             keep = ("server_requests", "pending", "latency_ms_p50", "latency_ms_p95")
             shown = {k: self.stats[k] for k in keep if k in self.stats}
             lines.append(f"- server stats: {json.dumps(shown)}")
-            if self.memory_at_warmup.get("saved_states") and self.stats.get("memory"):
-                before, after = held(self.memory_at_warmup), held(self.stats["memory"])
-                lines.append(f"- held at the end of the warm-up: {before}; at the end: {after}")
+        if base.held and end is not None and end.held:
+            lines.append(f"- held at the end of the warm-up: {held(base.held)}")
+            lines.append(f"- held at the end (t={end.t:.0f}s): {held(end.held)}")
+            less = end.rss_mb - end.states_mb - (base.rss_mb - base.states_mb)
+            lines.append(f"- RSS less the saved KV states: growth {less:+.1f} MB")
         report = "\n".join([table(periods), "", *lines, "", "FAILED" if failures else "OK"])
         print(report)
         if args.out:
@@ -299,6 +329,33 @@ def held(memory: dict[str, Any]) -> str:
         f"workspace {workspace.get('documents')} documents ({workspace.get('chars')} chars), "
         f"rss {memory.get('rss_mb')} MB"
     )
+
+
+def code_version() -> str:
+    """The commit, and the files of the package that differ from it (the server runs them)."""
+
+    def git(*argv: str) -> str:
+        try:
+            done = subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True)
+        except OSError:
+            return ""
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=all", "--", "spec_lsp").splitlines()
+    if not changed:
+        return f"commit {head}"
+    return f"commit {head} with {len(changed)} files under spec_lsp/ changed and not committed"
+
+
+def pool_full(memory: dict[str, Any], documents: int) -> bool:
+    """The saved KV states at their steady state: as many as the pool keeps (the current
+    document's state is live, not saved), or within one state of its byte bound."""
+    states = memory.get("saved_states") or {}
+    count, nbytes = states.get("count", 0), states.get("bytes", 0)
+    if count and count >= min(states.get("max_count", 0), documents - 1):
+        return True
+    return bool(count) and nbytes + nbytes / count > states.get("max_bytes", math.inf)
 
 
 def server_failures(stats: dict[str, Any] | None, error_lines: int) -> list[str]:

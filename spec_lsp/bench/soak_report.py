@@ -11,6 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from spec_lsp.bench.soak_client import Ledger
 from spec_lsp.bench.soak_typist import Typist
@@ -103,6 +104,14 @@ class Period:
     p95_ms: float
     backlog: int  # requests open at the end of the period
     baseline: bool = False  # the end of the warm-up: RSS growth is measured from here
+    held: dict[str, Any] | None = None  # specLsp/stats memory at its end (read just after)
+    steady: bool = False  # the server's saved KV states at their steady state (pool full)
+
+    @property
+    def states_mb(self) -> float:
+        """MB of saved KV states the server held (nan when not read)."""
+        states = (self.held or {}).get("saved_states") or {}
+        return states["bytes"] / 2**20 if "bytes" in states else math.nan
 
 
 class Sampler:
@@ -151,11 +160,18 @@ COLUMNS = (
     "p50 ms",
     "p95 ms",
     "open",
+    "saved KV",
 )
 
 
 def _ms(value: float) -> str:
     return "-" if math.isnan(value) else f"{value:.0f}"
+
+
+def _states(p: Period) -> str:
+    """Saved KV states: how many, their MB ("-" when the server was not asked)."""
+    count = ((p.held or {}).get("saved_states") or {}).get("count")
+    return "-" if count is None else f"{count}: {p.states_mb:.1f} MB"
 
 
 def row(p: Period) -> str:
@@ -173,6 +189,7 @@ def row(p: Period) -> str:
         _ms(p.p50_ms),
         _ms(p.p95_ms),
         str(p.backlog),
+        _states(p),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -190,12 +207,31 @@ def baseline_index(periods: list[Period], warmup_s: float) -> int:
     return next((i for i, p in enumerate(periods) if p.t >= warmup_s), 0)
 
 
-def growth_mb(periods: list[Period], warmup_s: float) -> float:
+def warmup_end(periods: list[Period], warmup_s: float) -> tuple[int, bool]:
+    """The period that ends the warm-up, and whether the server's caches were steady there.
+
+    Its bounded caches fill as the user visits documents: each saved KV state is ~10-15 MB with
+    a model, a few of them together more than the growth allowed, so growth is measured from
+    the first period, at least `warmup_s` in and in the run's first half, whose saved KV states
+    fill their pool; without one, from the first period at or after `warmup_s`."""
+    first = baseline_index(periods, warmup_s)
+    half = periods[-1].t / 2 if periods else 0.0
+    for i in range(first, len(periods)):
+        if periods[i].t > max(half, periods[first].t):
+            break
+        if periods[i].steady:
+            return i, True
+    return first, False
+
+
+def growth_mb(periods: list[Period], warmup_s: float, base: int | None = None) -> float:
     """RSS at the last sample that has one (a dead server has none) minus RSS at the end of the
-    warm-up; nan without such samples."""
-    base = periods[baseline_index(periods, warmup_s)].rss_mb if periods else math.nan
+    warm-up (the period `base`, else the first at or after `warmup_s`); nan without samples."""
+    if base is None:
+        base = baseline_index(periods, warmup_s)
+    start = periods[base].rss_mb if periods else math.nan
     last = next((p.rss_mb for p in reversed(periods) if not math.isnan(p.rss_mb)), math.nan)
-    return last - base
+    return last - start
 
 
 ERROR_LINE = re.compile(r"Traceback|ERROR|CRITICAL|Exception|Error:|Fatal Python error")

@@ -11,7 +11,8 @@ cursor, taken from a real Python file. Each key is one action:
   type them again);
 - accept a suggestion (30 % of the answers with one, when it answers the document as it stands):
   the part of it that matches the plan is inserted at once;
-- switch documents; close and reopen one.
+- switch documents (to one not yet visited while there is one, so that the server's caches
+  of every document fill early, in the warm-up); close and reopen one.
 
 As editors do (VS Code), every change of the current document is followed by an Automatic
 inline completion request, after a `$/cancelRequest` for the document's previous request if
@@ -168,6 +169,7 @@ class Typist:
         self.client, self.rng = client, rng
         self.docs = [Document(uri, text, rng) for uri, text in sources.items() if text]
         self.current = self.docs[0]
+        self.unvisited = self.docs[1:]  # switches go to these first, in order
         self.keys: Counter[str] = Counter()
         self._asked: dict[int, tuple[Document, int]] = {}  # request id -> (document, version)
         self.mismatches: list[str] = []  # documents whose text differed in the server
@@ -194,6 +196,8 @@ class Typist:
         if kind == "switch":
             self.withdraw(doc)
             self.current = self.rng.choice(self.docs)
+            if self.unvisited:
+                self.current = self.unvisited.pop(0)
         elif kind == "reopen":
             self.withdraw(doc)
             self.client.notify("textDocument/didClose", {"textDocument": {"uri": doc.uri}})

@@ -24,6 +24,7 @@ from spec_lsp.bench.soak_report import (
     stderr_excerpts,
     table,
     tree_rss_mb,
+    warmup_end,
 )
 from spec_lsp.bench.soak_typist import Document, Typist
 
@@ -254,6 +255,18 @@ def test_only_a_suggestion_for_the_text_as_it_stands_is_accepted() -> None:
     assert client.sent[-1][1] == INLINE  # a new request after the accept
 
 
+def test_switches_visit_every_document_first() -> None:
+    """The server keeps a saved KV state per document it has seen (~10-15 MB each with a
+    model): the user visits all of them early, so those caches fill in the warm-up."""
+    sources = {f"file:///soak/{n}.py": SOURCE for n in "abcde"}
+    typist = Typist(FakeClient(), sources, random.Random(0))  # type: ignore[arg-type]
+    seen = [typist.current.uri]
+    while len(seen) < 5:
+        if typist.tick() == "switch":
+            seen.append(typist.current.uri)
+    assert seen == list(sources)
+
+
 # -- RSS over a process tree
 
 
@@ -388,3 +401,47 @@ def test_what_the_server_holds_is_one_line_per_moment() -> None:
         "saved KV states 2 (3.0 MB), suggestions 5 (900 chars), continuations 120 tokens, "
         "workspace 4 documents (5000 chars), rss 80.5 MB"
     )
+
+
+def held_states(count: int, mb: float, max_count: int = 4) -> dict:
+    return {
+        "saved_states": {
+            "count": count,
+            "bytes": int(mb * 2**20),
+            "max_count": max_count,
+            "max_bytes": 256 * 2**20,
+        }
+    }
+
+
+def test_the_pool_is_full_at_its_count_or_within_a_state_of_its_bytes() -> None:
+    from spec_lsp.bench.soak import pool_full
+
+    assert not pool_full({}, documents=5)
+    assert not pool_full(held_states(3, 30), documents=5)
+    assert pool_full(held_states(4, 40), documents=5)
+    assert pool_full(held_states(2, 20), documents=3)  # the current document's state is live
+    assert pool_full(held_states(2, 200), documents=5)  # a third would pass 256 MB
+
+
+def test_the_warm_up_ends_when_the_saved_states_fill_their_pool() -> None:
+    """RSS rose ~10 MB with each saved KV state: the growth is measured from a sample whose
+    pool is full, not from a fixed time when it may still have been filling."""
+    periods = [period(t, 500 + t / 10) for t in range(30, 601, 30)]
+    for p in periods:
+        p.steady = p.t in (60, 180, 210)
+    assert warmup_end(periods, 120) == (5, True)  # t=180: the first steady from t=120
+    assert growth_mb(periods, 120, 5) == periods[-1].rss_mb - periods[5].rss_mb
+    for p in periods:
+        p.steady = p.t == 420  # only in the second half: not used
+    assert warmup_end(periods, 120) == (3, False)  # t=120, and the report says so
+    assert warmup_end([], 120) == (0, False)
+
+
+def test_the_table_shows_the_saved_states() -> None:
+    rows = [period(10, 100.0), period(20, 101.5)]
+    rows[1].held = held_states(3, 28.9)
+    lines = table(rows).splitlines()
+    assert lines[0].endswith("| saved KV |")
+    assert lines[2].endswith("| - |") and lines[3].endswith("| 3: 28.9 MB |")
+    assert rows[1].states_mb == pytest.approx(28.9, abs=0.01) and math.isnan(rows[0].states_mb)
