@@ -41,7 +41,8 @@ bench: models
 # Not in `make test`: half an hour of editor-like typing against the real server with SmolLM2
 # and the auto drafter (small enough that answers keep up on a laptop, so every path runs);
 # FAILED on an error answer, a request left unanswered, a document's text differing, or RSS
-# growing over 50 MB after the warm-up. Another run: make soak SOAK_ARGS="--minutes 30
+# growing after the warm-up (which lasts until the saved KV states fill their pool) by over
+# 20 MB with a model, 5 MB with the fake backend. Another run: make soak SOAK_ARGS="--minutes 30
 # --drafter auto" (the default Qwen model), or SOAK_ARGS="--backend fake --keys-per-second 200
 # --minutes 2" (no model). The report goes to bench/out/soak.md, the server's stderr beside it.
 SOAK_ARGS ?= --model smollm2-135m --drafter auto --minutes 30 --sample-s 60 --out bench/out/soak.md
