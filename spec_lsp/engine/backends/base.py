@@ -33,7 +33,7 @@ class ModelInfo:
 @dataclass(frozen=True)
 class Snapshot:
     tokens: tuple[int, ...]
-    data: bytes = b""  # the backend's serialized KV for those tokens
+    data: bytes | bytearray = b""  # the backend's serialized KV for those tokens
 
     @property
     def nbytes(self) -> int:

@@ -180,11 +180,17 @@ class LlamaModel:
         del self._tokens[n_keep:]
 
     def save_state(self) -> Snapshot:
+        # straight into a bytearray: a ctypes array copied out with bytes() took 0.4 s for the
+        # 86 MB of a 3,000-token Qwen-1.5B cache, llama.cpp's own copy 0.013 s
         lib = self._lib
         size = int(lib.llama_state_seq_get_size(self._ctx, 0))
-        buffer = (ctypes.c_ubyte * size)()
-        written = int(lib.llama_state_seq_get_data(self._ctx, buffer, size, 0))
-        return Snapshot(tuple(self._tokens), bytes(buffer)[:written])
+        data = bytearray(size)
+        view = (ctypes.c_ubyte * size).from_buffer(data)
+        written = int(lib.llama_state_seq_get_data(self._ctx, view, size, 0))
+        del view  # (a bytearray with a live view cannot be resized)
+        if written < size:
+            del data[written:]
+        return Snapshot(tuple(self._tokens), data)
 
     def load_state(self, snapshot: Snapshot) -> None:
         lib = self._lib
@@ -192,8 +198,12 @@ class LlamaModel:
         self._tokens = []
         if not snapshot.tokens:
             return
-        buffer = (ctypes.c_ubyte * len(snapshot.data)).from_buffer_copy(snapshot.data)
-        if lib.llama_state_seq_set_data(self._ctx, buffer, len(snapshot.data), 0) == 0:
+        size = len(snapshot.data)
+        if isinstance(snapshot.data, bytearray):  # read in place (llama.cpp only reads it)
+            buffer = (ctypes.c_ubyte * size).from_buffer(snapshot.data)
+        else:
+            buffer = (ctypes.c_ubyte * size).from_buffer_copy(snapshot.data)
+        if lib.llama_state_seq_set_data(self._ctx, buffer, size, 0) == 0:
             lib.llama_memory_clear(lib.llama_get_memory(self._ctx), True)  # refused: start empty
             return
         self._tokens = list(snapshot.tokens)
