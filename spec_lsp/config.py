@@ -77,6 +77,12 @@ class Settings(BaseModel):
     suffix_tokens: int = Field(
         96, ge=0, le=16384, description="Token budget for text after the cursor."
     )
+    file_prefix_tokens: int = Field(
+        3072,
+        ge=0,
+        le=131072,
+        description="Tokens of the open file, from a line above the cursor, evaluated while you read and shared by the prompts at every place below it, so that asking at another place evaluates only its suffix and last lines (0: off; at most the context less the suffix, the answer and 512).",
+    )
     fim_template: str = Field(
         "auto",
         description="FIM template: auto (from the model's tokens), or qwen, starcoder, codellama, deepseek, codestral, codegemma, none.",

@@ -27,7 +27,7 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import calibrate, loading, postprocess
-from spec_lsp.engine.backends.base import sync
+from spec_lsp.engine.backends.base import common_prefix_len, sync
 from spec_lsp.engine.backends.remote import RemoteFault
 from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
@@ -37,6 +37,7 @@ from spec_lsp.engine.decode.remote import StreamJob, stream_decode
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.file_prefix import FilePrefix
 from spec_lsp.engine.first_answer import FirstAnswer
 from spec_lsp.engine.loading import Loaded, RemoteLoaded
 from spec_lsp.engine.policy import profile as cost_profile
@@ -85,6 +86,7 @@ class Engine:
         self.book = PolicyBook()  # acceptance per document, for the adaptive policy
         self.suggestions = SuggestionCache()  # typed-through answers
         self.states = StatePool()  # saved KV caches per document
+        self.file_prefix = FilePrefix()  # the open file's text evaluated while idle
         self.continuations = Continuations()  # the last generation per document
         self.in_flight = InFlight()  # the running generation's text so far
         self.profile: cost_profile.CostProfile | None = None
@@ -159,6 +161,7 @@ class Engine:
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); instant (the editor's thread)."""
         self.sources.document_changed(document_id, text)
+        self.file_prefix.document_changed(document_id, text)
 
     def document_closed(self, document_id: str) -> None:
         """A closed document: every stage releases what it held for it (the engine's thread:
@@ -168,12 +171,14 @@ class Engine:
         self.book.forget(document_id)
         self.suggestions.forget(document_id)
         self.states.forget(document_id)
+        self.file_prefix.forget(document_id)
         self.continuations.forget(document_id)
 
     def _forget(self) -> None:
         """Drop every cached answer and state (settings or models changed)."""
         self.suggestions.clear()
         self.states.clear()
+        self.file_prefix.clear()
         self.continuations.clear()
         self.sources.forget()
 
@@ -227,11 +232,11 @@ class Engine:
         if self.remote is not None:
             return self._complete_remote(self.remote, request, cancel, kind, first)
         loaded, prompts = self._require_loaded()
-        prompt = prompts.build(request, self.settings)  # prompt
+        prompt = self._prompt(loaded, prompts, request)  # prompt
         if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest
             stats.stop_reason = "empty_prompt"
             return Completion(text="", stats=stats)
-        reused = self._prepare_caches(loaded, request.document_id, prompt.tokens)  # caches
+        reused = self._prepare_caches(loaded, request.document_id, prompt)  # caches
         try:
             tokens = self._decode(loaded, prompts, request, prompt, multiline, cancel, stats, first)
         finally:
@@ -239,6 +244,8 @@ class Engine:
             stats.cache = kind or reused or reuse_kind(stats)
             stats.first_answer_seconds = first.seconds
             self.totals.record(stats, cancelled=cancel.cancelled)
+            if self.settings.cache:  # where the file prefix grows next, while idle
+                self.file_prefix.follow(request, prompt, prompts, self.settings)
         self.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
         return self._finish(request, prompts.text(prompt, tokens), multiline, stats, kind, first)
 
@@ -370,13 +377,34 @@ class Engine:
         if self.remote is not None or not self.settings.cache or self.loaded is None:
             return 0
         loaded, prompts = self._require_loaded()
-        prompt = prompts.build(request, self.settings)
+        prompt = self._prompt(loaded, prompts, request)
         if not prompt.tokens:
             return 0
-        self._prepare_caches(loaded, request.document_id, prompt.tokens)
+        self._prepare_caches(loaded, request.document_id, prompt)
+        self.file_prefix.follow(request, prompt, prompts, self.settings)
         _logits, evaluated = sync(loaded.target, prompt.tokens, check=cancel.raise_if_cancelled)
         self.totals.count_prewarm(evaluated)
         return evaluated
+
+    @property
+    def idle_work(self) -> bool:
+        """Whether there is work for idle time (the file prefix to evaluate further)."""
+        return self.loaded is not None and self.settings.cache and self.file_prefix.pending
+
+    def grow_file_prefix(self, cancel: CancelToken) -> int:
+        """Idle time: evaluate more of the file prefix (file_prefix.py) until done or cancelled
+        (any request, between chunks). Returns the tokens evaluated."""
+        if not self.idle_work:
+            return 0
+        loaded, prompts = self._require_loaded()
+        owner = self.states.owner
+        return self.file_prefix.grow(
+            loaded.target,
+            prompts,
+            self.settings,
+            cancel,
+            park=lambda: self.states.park(owner, loaded.target),
+        )
 
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
@@ -388,6 +416,7 @@ class Engine:
         if sources is not None:
             data["draft_sources"] = sources
         data["workspace_documents"] = len(self.workspace.documents())
+        data["file_prefix"] = self.file_prefix.report()
         data["memory"] = self.memory()
         return data
 
@@ -396,6 +425,7 @@ class Engine:
         sources = self.sources.memory()
         return {
             "saved_states": self.states.memory(),
+            "file_prefix": self.file_prefix.memory(),
             "suggestions": self.suggestions.memory(),
             "continuations": self.continuations.memory(),
             "in_flight": self.in_flight.running,
@@ -459,13 +489,41 @@ class Engine:
             return request.multiline
         return postprocess.decide_multiline(request.prefix, request.suffix, self.settings.multiline)
 
-    def _prepare_caches(self, loaded: Loaded, document: str, prompt: list[int]) -> str:
+    def _prompt(self, loaded: Loaded, prompts: PromptBuilder, request: CompletionRequest) -> Prompt:
+        """The window around the cursor, or the prompt laid out from the file prefix's line
+        when that evaluates fewer tokens (and shows the model no less of the file)."""
+        prompt = prompts.build(request, self.settings)
+        if not self.settings.cache or not prompt.tokens:
+            return prompt
+        anchored = self.file_prefix.prompt(request, prompts, self.settings)
+        if anchored is None or anchored.first_line > prompt.first_line:
+            return prompt
+        if self._to_evaluate(loaded, request, anchored) <= self._to_evaluate(
+            loaded, request, prompt
+        ):
+            self.file_prefix.used += 1
+            return anchored
+        return prompt
+
+    def _to_evaluate(self, loaded: Loaded, request: CompletionRequest, prompt: Prompt) -> int:
+        """Tokens of the prompt that no cache holds."""
+        live = common_prefix_len(loaded.target.tokens, prompt.tokens)
+        saved = self.states.held(request.document_id, prompt.tokens)
+        return len(prompt.tokens) - max(live, saved, self.file_prefix.held(prompt.tokens))
+
+    def _prepare_caches(self, loaded: Loaded, document: str, prompt: Prompt) -> str:
+        """The live KV cache made to hold as much of the prompt as any cache does; how."""
         if not self.settings.cache:
             loaded.target.truncate(0)
             if loaded.draft is not None:
                 loaded.draft.truncate(0)
             return "off"
-        return self.states.switch(document, prompt, loaded.target, loaded.draft)
+        target, tokens = loaded.target, prompt.tokens
+        keep_live = not self.file_prefix.holds_all(target.tokens)  # else it is the snapshot
+        reused = self.states.switch(document, tokens, target, loaded.draft, keep_live=keep_live)
+        if self.file_prefix.restore(target, tokens) or (prompt.anchored and not reused):
+            return "file_prefix"
+        return reused
 
     def _decode(
         self,

@@ -44,6 +44,45 @@ def window(
     )
 
 
+def suffix_window(suffix: str, *, count_tokens: Callable[[str], int], budget: int) -> str:
+    """The start of `suffix` that fits `budget` (the suffix half of `window`)."""
+    return _suffix_window(suffix, count_tokens, budget)
+
+
+def line_offset(text: str, line: int) -> int:
+    """Where line `line` (0-based) of `text` starts; len(text) if it has fewer lines."""
+    offset = 0
+    for _ in range(line):
+        nl = text.find("\n", offset)
+        if nl < 0:
+            return len(text)
+        offset = nl + 1
+    return offset
+
+
+def line_chunks(text: str) -> list[str]:
+    """`text` cut before each line that holds more than blanks: a line and the blank lines after
+    it make one chunk (the first chunk may start with blank lines).
+
+    Tokenized one chunk at a time, text comes out as the tokens of the whole text would for
+    tokenizers that split newlines from the next line's indentation (Qwen2, Llama 3) and merge
+    runs of blank lines; and a text that starts on a line boundary of another is cut at the same
+    places, so its tokens are a prefix of the other's (the file prefix's KV, engine/cache)."""
+    chunks: list[str] = []
+    start = 0
+    at = text.find("\n")
+    while at >= 0:
+        nxt = text.find("\n", at + 1)
+        line = text[at + 1 : len(text) if nxt < 0 else nxt]
+        if line.strip():
+            chunks.append(text[start : at + 1])
+            start = at + 1
+        at = nxt
+    if start < len(text):
+        chunks.append(text[start:])
+    return chunks
+
+
 def _prefix_window(prefix: str, count: Count, budget: int) -> str:
     cut = prefix.rfind("\n") + 1
     current = prefix[cut:]

@@ -18,6 +18,7 @@ didChange and shutdown are handled while a generation runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import threading
@@ -56,6 +57,9 @@ class Scheduler:
         self._live: dict[str, list[CancelToken]] = {}  # per document: requests not yet answered
         self._jobs: dict[str, Job] = {}  # per document: its generation on the worker
         self._background = CancelToken()
+        self._idle = CancelToken()  # idle work (the file prefix growing); any request stops it
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._queued = 0  # jobs given to the worker and not yet finished or cancelled
         self._queued_lock = threading.Lock()
         self.loading = 0  # model loads queued or running
@@ -93,6 +97,7 @@ class Scheduler:
         started = time.perf_counter()
         self.counts["requests"] += 1
         self._background.cancel("keystroke")
+        self._stop_idle("keystroke")
         try:
             result, outcome = await self._complete(request, invoked)
         except asyncio.CancelledError:
@@ -172,6 +177,47 @@ class Scheduler:
     def _forget_job(self, document: str, job: asyncio.Future[Any]) -> None:
         if self._jobs.get(document, (None,))[0] is job:
             del self._jobs[document]
+        self._idle_soon()
+
+    def _idle_soon(self) -> None:
+        """On the event loop, after any work: once nothing has happened for PREWARM_DELAY_S
+        (no request, no edit, the worker idle), the engine's idle work runs (the file prefix
+        grows), until done or until a request or an edit stops it between chunks."""
+        self._loop = asyncio.get_running_loop()
+        if self.closed or self._idle_timer is not None:
+            return
+        self._idle_timer = self._loop.call_later(PREWARM_DELAY_S, self._start_idle)
+
+    def _stop_idle(self, reason: str) -> None:
+        self._idle.cancel(reason)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
+    def _start_idle(self) -> None:
+        self._idle_timer = None
+        if self.closed or self._queued or self._live or not self.engine.idle_work:
+            return  # busy: the work that keeps it busy calls _idle_soon when it ends
+        token = self._idle = CancelToken()
+
+        def job() -> None:
+            if token.cancelled:
+                return
+            try:
+                self.engine.grow_file_prefix(token)
+            except (Cancelled, EngineError):
+                pass
+            except Exception:
+                log.exception("growing the file prefix crashed")
+
+        self._executor.submit(job)  # (not a queued job: any request cancels it at once)
+
+    def _idle_after(self, future: Future[Any]) -> None:
+        """A background job (precompute, prewarm) ended: idle work may follow."""
+        loop = self._loop
+        if loop is not None and not self.closed:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._idle_soon)
 
     async def _loaded(self) -> bool:
         """Wait while a model loads (bounded); True if the engine is ready then."""
@@ -233,6 +279,7 @@ class Scheduler:
         if self.closed or not shown.text:
             return
         self._background.cancel("a newer suggestion")
+        self._stop_idle("a newer suggestion")
         token = self._background = CancelToken()
 
         def job() -> None:
@@ -245,7 +292,7 @@ class Scheduler:
             except Exception:
                 log.exception("precompute crashed")
 
-        self._submit(job)
+        self._submit(job).add_done_callback(self._idle_after)
 
     def prewarm(self, request: CompletionRequest) -> None:
         """After an edit: once nothing has happened for PREWARM_DELAY_S (no newer edit, no
@@ -254,8 +301,10 @@ class Scheduler:
         if self.closed or not self.engine.ready:
             return
         self._background.cancel("an edit")
+        self._stop_idle("an edit")
         token = self._background = CancelToken()
-        asyncio.get_running_loop().call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
+        self._loop = asyncio.get_running_loop()
+        self._loop.call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
 
     def _start_prewarm(self, request: CompletionRequest, token: CancelToken) -> None:
         if token.cancelled or self.closed or self._queued or self._live:
@@ -271,7 +320,7 @@ class Scheduler:
             except Exception:
                 log.exception("prewarm crashed")
 
-        self._submit(job)
+        self._submit(job).add_done_callback(self._idle_after)
 
     def stats(self) -> dict[str, Any]:
         """Request counts by outcome (requests = served + empty + typed_through + superseded +
@@ -301,6 +350,9 @@ class Scheduler:
             return
         self.closed = True
         self._background.cancel("shutdown")
+        self._idle.cancel("shutdown")
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         for live in self._live.values():
             for token in live:
                 token.cancel("shutdown")

@@ -41,6 +41,7 @@ ENGINE_LAYERS = [
         "calibrate",
         "stats",
         "first_answer",
+        "file_prefix",
     },
     {"engine"},
     {"__init__"},

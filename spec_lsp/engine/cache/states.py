@@ -30,23 +30,39 @@ class StatePool:
         self._saved: OrderedDict[str, tuple[Snapshot, Snapshot | None]] = OrderedDict()
 
     def switch(
-        self, document: str, prompt: Sequence[int], target: ModelBackend, draft: ModelBackend | None
+        self,
+        document: str,
+        prompt: Sequence[int],
+        target: ModelBackend,
+        draft: ModelBackend | None,
+        *,
+        keep_live: bool = True,
     ) -> str:
-        """Make `document` the owner of the live caches; returns 'state_pool' when restored."""
-        if document == self.owner:
+        """Make `document` the owner of the live caches, restoring its saved state if that holds
+        more of `prompt` than the live cache; returns 'state_pool' when restored. `keep_live`:
+        save the previous owner's live cache (not when it is kept elsewhere)."""
+        if document != self.owner:
+            if self.owner and target.tokens and keep_live:
+                self._save(self.owner, (target.save_state(), draft.save_state() if draft else None))
+            self.owner = document
+        if self.held(document, prompt) <= common_prefix_len(target.tokens, prompt):
             return ""
-        if self.owner and target.tokens:
-            self._save(self.owner, (target.save_state(), draft.save_state() if draft else None))
-        self.owner = document
         saved = self._take(document)
-        if saved is None or common_prefix_len(saved[0].tokens, prompt) <= common_prefix_len(
-            target.tokens, prompt
-        ):
-            return ""
+        assert saved is not None
         target.load_state(saved[0])
         if draft is not None and saved[1] is not None:
             draft.load_state(saved[1])
         return "state_pool"
+
+    def held(self, document: str, prompt: Sequence[int]) -> int:
+        """Tokens of `prompt` the document's saved state holds."""
+        saved = self._saved.get(document)
+        return common_prefix_len(saved[0].tokens, prompt) if saved else 0
+
+    def park(self, document: str, target: ModelBackend) -> None:
+        """Save the live cache as `document`'s before idle work replaces it (file prefix)."""
+        if document and target.tokens:
+            self._save(document, (target.save_state(), None))
 
     def _save(self, document: str, saved: tuple[Snapshot, Snapshot | None]) -> None:
         self._take(document)

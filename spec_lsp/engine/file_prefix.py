@@ -1,0 +1,208 @@
+"""The file prefix: the open file from a stable line on, evaluated while idle, which the prompt
+at every place below that line starts with.
+
+A prompt is laid out around the cursor, so moving to another place of a file changes its
+window, and a window that slides with the cursor shares nothing with the last one: every ask
+at a new place re-read ~400 tokens (~20 s on a slow 2-core CPU). Instead, while the person
+reads, the file from an anchor line on is evaluated once, up to a budget of tokens
+(`filePrefixTokens`), and kept as a KV snapshot. A request at a place below the anchor may lay
+its prompt out from that line (`PromptBuilder.build_anchored`: the text before the cursor from
+the anchor, the suffix window, the middle): it restores the snapshot and evaluates only what
+follows its head in the prompt (the suffix, the last lines before the cursor, the middle).
+
+- The anchored prompt is used only when it evaluates fewer tokens than the window's, so the
+  first ask in a file costs what it did; and only when its text starts at or above the
+  window's, so the model never sees less of the file than the window would show it.
+- The anchor is chosen when a place needs one: a 16-line edge about half the budget above the
+  place (or the first line), so that places above and below are covered. It moves only when a
+  place falls outside (its window starts above the anchor, or its cursor is past the budget).
+- An edit keeps what comes before it: growth resumes from the first changed line.
+- One document at a time, the last one asked about. The snapshot is bounded by the budget
+  (Qwen2.5-Coder-1.5B: 28 KB a token, 86 MB for 3,000 tokens); closing the document frees it.
+- This is llama-server's `--cache-reuse` idea without shifting KV positions: nothing moves, so
+  models whose KV cannot be shifted (or removed in part: see `supports_rollback`) are fine as
+  long as their cache can be cut back, and the cost is one snapshot copy (~50 ms for 86 MB).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from spec_lsp.config import Settings
+from spec_lsp.engine.backends.base import ModelBackend, Snapshot, common_prefix_len, sync
+from spec_lsp.engine.prompt import Prompt, PromptBuilder
+from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest
+from spec_lsp.prompts import window
+
+ANCHOR_LINES = 16  # anchors sit on multiples of this many lines
+MIDDLE_ROOM = 512  # tokens left in the context for the last lines before the cursor, margins
+GROW_CHUNK = 16  # tokens evaluated between cancellation checks (a request waits at most this)
+SAVE_AFTER = 32  # tokens grown before a new snapshot is worth its copy
+
+
+class FilePrefix:
+    """The file prefix of the document last asked about: its anchor, text and KV snapshot."""
+
+    def __init__(self) -> None:
+        self.document = ""
+        self.anchor = 0
+        self.text = ""  # the document's text, as of its last edit
+        self.request: CompletionRequest | None = None  # its file name and language
+        self.snapshot: Snapshot | None = None
+        self.pending = False  # the text from the anchor is not all evaluated yet
+        self.evaluated = 0  # tokens evaluated while idle, over all documents
+        self.reanchored = 0
+        self.used = 0  # requests whose prompt was laid out from the anchor
+
+    @staticmethod
+    def budget(settings: Settings, n_ctx: int) -> int:
+        room = n_ctx - settings.suffix_tokens - settings.max_tokens - MIDDLE_ROOM
+        return max(0, min(settings.file_prefix_tokens, room))
+
+    # -- a request ---------------------------------------------------------------------------
+    def prompt(
+        self, request: CompletionRequest, prompts: PromptBuilder, settings: Settings
+    ) -> Prompt | None:
+        """The request's prompt laid out from the anchor, if the document has a file prefix."""
+        budget = self.budget(settings, prompts.target.n_ctx)
+        if request.document_id != self.document or not budget or self.snapshot is None:
+            return None
+        return prompts.build_anchored(request, settings, self.anchor, budget)
+
+    def held(self, tokens: Sequence[int]) -> int:
+        """Tokens of `tokens` the snapshot holds."""
+        return common_prefix_len(self.snapshot.tokens, tokens) if self.snapshot else 0
+
+    def holds_all(self, tokens: Sequence[int]) -> bool:
+        return bool(tokens) and self.held(tokens) == len(tokens)
+
+    def restore(self, target: ModelBackend, tokens: Sequence[int]) -> bool:
+        """Load the snapshot if it holds more of `tokens` than the live cache does."""
+        if self.snapshot is None or self.held(tokens) <= common_prefix_len(target.tokens, tokens):
+            return False
+        target.load_state(self.snapshot)
+        return True
+
+    def follow(
+        self,
+        request: CompletionRequest,
+        prompt: Prompt,
+        prompts: PromptBuilder,
+        settings: Settings,
+    ) -> None:
+        """After a request or a prewarm at a place: the document and place whose file prefix
+        grows next (anchored anew if the place is outside the current one)."""
+        budget = self.budget(settings, prompts.target.n_ctx)
+        if not budget or not prompts.shares_prefix:
+            return
+        text = request.prefix + request.suffix
+        if request.document_id == self.document:
+            self.document_changed(request.document_id, text)
+            self.request = request
+            if prompt.anchored or self._covers(request, prompt, prompts, budget):
+                return
+        self.document, self.request, self.text = request.document_id, request, text
+        self.anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
+        self.snapshot, self.pending = None, True
+        self.reanchored += 1
+
+    def _covers(
+        self, request: CompletionRequest, prompt: Prompt, prompts: PromptBuilder, budget: int
+    ) -> bool:
+        if prompt.first_line < self.anchor:
+            return False
+        before = request.prefix[window.line_offset(request.prefix, self.anchor) :]
+        # (a token is rarely longer than 16 characters: past that, not worth tokenizing)
+        return len(before) <= budget * 16 and prompts.count(before) <= budget
+
+    def document_changed(self, document: str, text: str) -> None:
+        if document == self.document and text != self.text:
+            self.text, self.pending = text, True
+
+    # -- idle time ---------------------------------------------------------------------------
+    def grow(
+        self,
+        target: ModelBackend,
+        prompts: PromptBuilder,
+        settings: Settings,
+        cancel: CancelToken,
+        park: Callable[[], None],
+    ) -> int:
+        """Evaluate the file prefix further (until done, or cancelled between chunks) and keep
+        it as the snapshot. `park` saves the live cache first if it holds a request's prompt
+        (the next keystroke at that place wants it back). Returns the tokens evaluated."""
+        budget = self.budget(settings, target.n_ctx)
+        if not self.pending or self.request is None or not budget:
+            return 0
+        plan = prompts.file_prefix(self.text, self.request, self.anchor, budget)
+        saved, live = self.held(plan), common_prefix_len(target.tokens, plan)
+        if max(saved, live) >= len(plan) - 1 or len(plan) < 2:
+            if live > saved + SAVE_AFTER:
+                self.snapshot = _snapshot_of(target, plan)
+            self.pending = False
+            return 0
+        if len(target.tokens) > live:
+            park()  # a request's prompt and answer: the next request may want them back
+        if saved > live:
+            target.load_state(self.snapshot)  # type: ignore[arg-type]
+        start = min(max(saved, live), len(plan) - 1)
+        try:
+            sync(target, plan, check=cancel.raise_if_cancelled, chunk=GROW_CHUNK)
+            self.pending = False
+        except Cancelled:
+            pass
+        finally:
+            grown = common_prefix_len(target.tokens, plan)
+            self.evaluated += max(0, grown - start)
+            if grown > saved + SAVE_AFTER or (not self.pending and grown > saved):
+                self.snapshot = _snapshot_of(target, plan)
+        return max(0, common_prefix_len(target.tokens, plan) - start)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def forget(self, document: str) -> None:
+        if document == self.document:
+            self.clear()
+
+    def clear(self) -> None:
+        self.document, self.text, self.request = "", "", None
+        self.snapshot, self.pending = None, False
+
+    def memory(self) -> dict[str, Any]:
+        snapshot = self.snapshot
+        return {
+            "documents": int(bool(self.document)),
+            "anchor_line": self.anchor if self.document else None,
+            "tokens": len(snapshot.tokens) if snapshot else 0,
+            "bytes": snapshot.nbytes if snapshot else 0,
+            "pending": self.pending,
+        }
+
+    def report(self) -> dict[str, int]:
+        """Work done: tokens evaluated while idle, anchors chosen, prompts laid out from one."""
+        return {"evaluated": self.evaluated, "anchors": self.reanchored, "prompts": self.used}
+
+
+def choose_anchor(
+    prefix: str, window_first_line: int, count: Callable[[str], int], budget: int
+) -> int:
+    """A 16-line edge at or above the window's first line, going up while the text from it to
+    the cursor stays within half the budget (the other half covers places below)."""
+    lines = prefix.split("\n")
+    anchor = max(0, min(window_first_line, len(lines) - 1))
+    anchor -= anchor % ANCHOR_LINES
+    used = count("\n".join(lines[anchor:]))
+    while anchor > 0:
+        block = "\n".join(lines[anchor - ANCHOR_LINES : anchor]) + "\n"
+        cost = count(block)
+        if used + cost > budget // 2:
+            break
+        used += cost
+        anchor -= ANCHOR_LINES
+    return anchor
+
+
+def _snapshot_of(target: ModelBackend, plan: Sequence[int]) -> Snapshot:
+    """The live cache cut back to the file prefix's tokens, saved."""
+    target.truncate(common_prefix_len(target.tokens, plan))
+    return target.save_state()

@@ -1,0 +1,61 @@
+"""The file prefix through the real server: after an answer, while the person reads, the file
+above and below the place is evaluated; asking at another place then evaluates only what follows
+the shared text, and a request in the middle of that work is answered at once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import inline, open_doc, server_config, start, stats, wait_ready
+
+URI = "file:///work/places.py"
+LINES = [f"def function_{i}(x):\n    return x * {i} + len('{'ab' * (i % 7)}')\n" for i in range(90)]
+TEXT = "".join(LINES)
+# windows as long as the defaults' in a real tokenizer's tokens (the fake model: a byte a token)
+SETTINGS = {"precompute": False, "prefixTokens": 1200, "suffixTokens": 300, "multiline": "never"}
+
+
+@pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="10"))
+async def client(lsp_client: LanguageClient):
+    await start(lsp_client, SETTINGS)
+    await wait_ready(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def grown(client: LanguageClient, timeout: float = 30.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while True:
+        memory = (await stats(client)).memory.file_prefix
+        if memory.tokens and not memory.pending:
+            return memory
+        assert time.monotonic() < deadline, f"the file prefix did not grow: {memory}"
+        await asyncio.sleep(0.05)
+
+
+async def test_another_place_evaluates_only_what_follows_the_file_prefix(client):
+    open_doc(client, TEXT, uri=URI)
+    assert (await inline(client, 101, 4, uri=URI)).items
+    first = await stats(client)
+    memory = await grown(client)
+    assert memory.tokens > 2_000 and memory.bytes > 0
+    assert (await stats(client)).file_prefix.evaluated >= memory.tokens - 1_500
+    before = (await stats(client)).prompt_tokens_evaluated
+    assert (await inline(client, 131, 4, uri=URI)).items
+    after = await stats(client)
+    assert after.file_prefix.prompts == 1
+    assert after.prompt_tokens_evaluated - before < first.prompt_tokens_evaluated / 3
+
+
+async def test_a_request_while_it_grows_is_answered_at_once(client):
+    open_doc(client, TEXT, uri=URI)
+    assert (await inline(client, 101, 4, uri=URI)).items
+    await asyncio.sleep(0.8)  # idle: the growth has begun (10 ms a model pass, 16 tokens)
+    assert (await stats(client)).memory.file_prefix.pending
+    started = time.perf_counter()
+    assert (await inline(client, 20, 4, uri=URI)).items
+    assert time.perf_counter() - started < 2.0  # not behind the growth (seconds of work)
