@@ -54,6 +54,8 @@ class Ask:
     spec_text: str = ""
     prompt_tokens: int = 0
     prompt_evaluated: int = 0
+    cache: str = ""  # how spec-lsp's prompt was served (file_prefix: from the file prefix)
+    read_s: float = 0.0  # idle time before the ask (the person reading)
     plain_s: float = 0.0
     plain_text: str = ""
 
@@ -66,6 +68,7 @@ class Typed:
     shown_while_typing: int = 0
     spec_after_pause_s: float = 0.0
     plain_after_pause_s: float = 0.0
+    read_s: float = 0.0  # idle time before typing (the person reading)
     outcomes: list[str] = field(default_factory=list)
 
 
@@ -148,9 +151,25 @@ def first_line(text: str) -> str:
     return text.split("\n")[0].strip()
 
 
-def run_places(engine: Engine, plain: Plain, name: str, n: int, seed: int) -> list[Ask]:
+def read(engine: Engine, seconds: float) -> None:
+    """The person reads for `seconds`: the server has idle time (the file prefix grows), as
+    the language server gives it after 0.3 s without a request or an edit; plain
+    llama-cpp-python has nothing to do meanwhile."""
+    if seconds <= 0:
+        return
+    cancel = CancelToken()
+    worker = threading.Thread(target=engine.grow_file_prefix, args=(cancel,))
+    worker.start()
+    worker.join(seconds)
+    cancel.cancel("the person asks")
+    worker.join()
+
+
+def run_places(
+    engine: Engine, plain: Plain, name: str, n: int, seed: int, read_s: float = 0.0
+) -> list[Ask]:
     text = stdlib(name)
-    uri = f"file:///bench/{name}"
+    uri = f"file:///bench/{read_s:g}/{name}"  # a document of its own per reading time
     asks = []
     for order, line in enumerate(places(text, n, seed)):
         prefix, suffix, expected = emptied(text, line)
@@ -158,18 +177,21 @@ def run_places(engine: Engine, plain: Plain, name: str, n: int, seed: int) -> li
         request = CompletionRequest(
             prefix, suffix, document_id=uri, file_name=name, language="python"
         )
-        ask = Ask(name, line + 1, order, expected)
+        ask = Ask(name, line + 1, order, expected, read_s=read_s if order else 0.0)
+        read(engine, ask.read_s)
         for who in ("spec", "plain") if order % 2 == 0 else ("plain", "spec"):
             if who == "spec":
                 completion, ask.spec_s, ask.spec_total_s = spec_ask(engine, request)
                 ask.spec_text = completion.text
                 ask.prompt_tokens = completion.stats.prompt_tokens
                 ask.prompt_evaluated = completion.stats.prompt_tokens_evaluated
+                ask.cache = completion.stats.cache
             else:
                 ask.plain_text, ask.plain_s = plain.complete(prefix, suffix)
         log(
             f"{name}:{ask.line} spec {ask.spec_s:6.2f}s (whole {ask.spec_total_s:5.2f}s, "
-            f"prompt {ask.prompt_evaluated}/{ask.prompt_tokens}) plain {ask.plain_s:6.2f}s  "
+            f"prompt {ask.prompt_evaluated}/{ask.prompt_tokens} {ask.cache}) "
+            f"plain {ask.plain_s:6.2f}s  "
             f"{first_line(ask.spec_text) == expected}/{first_line(ask.plain_text) == expected}"
         )
         asks.append(ask)
@@ -177,18 +199,26 @@ def run_places(engine: Engine, plain: Plain, name: str, n: int, seed: int) -> li
 
 
 def run_typing(
-    engine: Engine, plain: Plain, name: str, n: int, key_s: float, seed: int
+    engine: Engine,
+    plain: Plain,
+    name: str,
+    n: int,
+    key_s: float,
+    seed: int,
+    read_s: float = 0.0,
 ) -> list[Typed]:
-    """Type the first half of lines key by key (a request each, cancelling the previous), then
-    pause and ask."""
+    """Read the file for `read_s`, then at each line: type its first half key by key (a request
+    each, cancelling the previous), pause and ask."""
     text = stdlib(name)
-    uri = f"file:///bench/typing/{name}"
+    uri = f"file:///bench/typing/{read_s:g}/{name}"
     worker = ThreadPoolExecutor(max_workers=1)
     results = []
     for line in places(text, n, seed + 1):
         _prefix, _suffix, expected = emptied(text, line)
         half = expected[: max(2, len(expected) // 2)]
-        typed = Typed(name, line + 1, len(half))
+        typed = Typed(name, line + 1, len(half), read_s=read_s)
+        engine.document_changed(uri, "".join(emptied(text, line)[:2]))
+        read(engine, read_s)
         previous: CancelToken | None = None
         for k in range(1, len(half) + 1):
             prefix, suffix, _ = emptied(text, line, half[:k])
@@ -256,16 +286,18 @@ def p95(values: list[float]) -> float:
 
 
 def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
-    first = [a for a in asks if a.order == 0]
-    later = [a for a in asks if a.order > 0]
+    groups = [("a file's first ask", [a for a in asks if a.order == 0])]
+    for read_s in sorted({a.read_s for a in asks if a.order > 0}):
+        label = f"later places, {'back to back' if not read_s else f'after reading {read_s:g} s'}"
+        groups.append((label, [a for a in asks if a.order > 0 and a.read_s == read_s]))
     rows = [
         header,
         "",
         "| asks | n | spec-lsp p50 (s) | p95 | plain p50 (s) | p95 | ratio of p50s | "
-        "prompt evaluated | exact spec / plain |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "prompt evaluated | from the file prefix | exact spec / plain |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for label, group in (("a file's first ask", first), ("later places", later)):
+    for label, group in groups:
         spec = [a.spec_s for a in group]
         plain_ = [a.plain_s for a in group]
         evaluated = sum(a.prompt_evaluated for a in group) / max(
@@ -276,22 +308,26 @@ def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
         rows.append(
             f"| {label} | {len(group)} | {median(spec):.2f} | {p95(spec):.2f} | "
             f"{median(plain_):.2f} | {p95(plain_):.2f} | {median(spec) / median(plain_):.2f}x | "
-            f"{evaluated:.0%} | {exact_spec} / {exact_plain} |"
+            f"{evaluated:.0%} | {sum(a.cache == 'file_prefix' for a in group)} | "
+            f"{exact_spec} / {exact_plain} |"
         )
     if typing:
-        spec = [t.spec_after_pause_s for t in typing]
-        plain_ = [t.plain_after_pause_s for t in typing]
-        shown = sum(t.shown_while_typing for t in typing)
-        keys = sum(t.keys for t in typing)
         rows += [
             "",
-            "| typing | lines | keys | shown while typing | after the pause: spec-lsp "
-            "p50 (s) | plain p50 (s) | ratio |",
+            "| typing half a line, then a pause | lines | keys | shown while typing | after "
+            "the pause: spec-lsp p50 (s) | plain p50 (s) | ratio |",
             "|---|---:|---:|---:|---:|---:|---:|",
-            f"| {typing[0].keys and 'half a line, then a pause'} | {len(typing)} | {keys} | "
-            f"{shown} | {median(spec):.2f} | {median(plain_):.2f} | "
-            f"{median(spec) / median(plain_):.2f}x |",
         ]
+    for read_s in sorted({t.read_s for t in typing}):
+        lines = [t for t in typing if t.read_s == read_s]
+        spec = [t.spec_after_pause_s for t in lines]
+        plain_ = [t.plain_after_pause_s for t in lines]
+        label = "at once" if not read_s else f"after reading {read_s:g} s"
+        rows.append(
+            f"| {label} | {len(lines)} | {sum(t.keys for t in lines)} | "
+            f"{sum(t.shown_while_typing for t in lines)} | {median(spec):.2f} | "
+            f"{median(plain_):.2f} | {median(spec) / median(plain_):.2f}x |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -301,6 +337,14 @@ def main() -> None:
     parser.add_argument("--places", type=int, default=6)
     parser.add_argument("--typing", type=int, default=2, help="lines typed per file")
     parser.add_argument("--key-ms", type=float, default=150.0)
+    parser.add_argument(
+        "--read-s",
+        type=float,
+        nargs="*",
+        default=[0.0, 15.0],
+        help="idle seconds before each later place and each typed line (the person reading); "
+        "each value is a run of its own",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model", default=None, help="target GGUF (default: the pulled Qwen)")
     parser.add_argument(
@@ -324,9 +368,12 @@ def main() -> None:
     plain = Plain(engine, path, settings)
     asks: list[Ask] = []
     typing: list[Typed] = []
-    for name in args.files:
-        asks += run_places(engine, plain, name, args.places, args.seed)
-        typing += run_typing(engine, plain, name, args.typing, args.key_ms / 1000, args.seed)
+    for read_s in args.read_s:
+        for name in args.files:
+            asks += run_places(engine, plain, name, args.places, args.seed, read_s)
+            typing += run_typing(
+                engine, plain, name, args.typing, args.key_ms / 1000, args.seed, read_s
+            )
     digests = ", ".join(
         f"{name} {hashlib.sha256(stdlib(name).encode()).hexdigest()[:12]}" for name in args.files
     )
@@ -354,6 +401,7 @@ def main() -> None:
 
 def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown = [f"--places {args.places}", f"--typing {args.typing}"]
+    shown += [f"--read-s {' '.join(f'{r:g}' for r in args.read_s)}"]
     shown += [f"--setting {s}" for s in args.setting]
     return shown
 
