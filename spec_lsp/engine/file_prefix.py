@@ -13,10 +13,11 @@ follows its head in the prompt (the suffix, the last lines before the cursor, th
 - The anchored prompt is used only when it evaluates fewer tokens than the window's, so the
   first ask in a file costs what it did; and only when its text starts at or above the
   window's, so the model never sees less of the file than the window would show it.
-- The anchor is chosen when a place needs one: the first line of that place's window (a 16-line
-  edge), whose KV the request has just evaluated, so growing goes on from there downwards. It
-  moves only when a place falls outside (its window starts above the anchor, or its cursor is
-  past the budget).
+- The anchor is a stable start chosen when a place needs one: the file's first line when the
+  text above the place fits 3/4 of the budget, else a 16-line edge about half the budget above
+  the place, so that places above and below are covered. It moves only when a place falls
+  outside (its window starts above the anchor, or its cursor is past the budget), not when the
+  place is inside but not evaluated yet.
 - An edit keeps what comes before it: growth resumes from the first changed line.
 - One document at a time, the last one asked about. The snapshot is bounded by the budget
   (Qwen2.5-Coder-1.5B: 28 KB a token, 86 MB for 3,000 tokens); closing the document frees it.
@@ -104,7 +105,7 @@ class FilePrefix:
             if prompt.anchored or self._covers(request, prompt, prompts, budget):
                 return
         self.document, self.request, self.text = request.document_id, request, text
-        self.anchor = choose_anchor(prompt.first_line)
+        self.anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
         self.snapshot, self.pending = None, True
         self.reanchored += 1
 
@@ -184,13 +185,31 @@ class FilePrefix:
         return {"evaluated": self.evaluated, "anchors": self.reanchored, "prompts": self.used}
 
 
-def choose_anchor(window_first_line: int) -> int:
-    """The window's first line (on a 16-line edge): the KV of the request that anchors it is
-    the file prefix's first part, so growing starts at that request's split and goes down
-    (a place above the anchor moves it up). Anchoring half the budget higher, to cover places
-    above too, meant re-evaluating ~1,500 tokens above the cursor before reaching any place below
-    it: 35 s of reading here before the next place down gained anything."""
-    return window_first_line - window_first_line % ANCHOR_LINES
+def choose_anchor(
+    prefix: str, window_first_line: int, count: Callable[[str], int], budget: int
+) -> int:
+    """A stable start for the file prefix of a place: the file's first line if the text from it
+    to the cursor takes at most 3/4 of the budget (small files: every place is covered), else a
+    16-line edge at or above the window's first line, going up while that text stays within half
+    the budget (the other half covers places below).
+
+    (Anchoring at the window's first line instead reuses the asking request's KV, but covers
+    only the places below it: on the places benchmark, jumping about a file, no later place was
+    served from it.)"""
+    lines = prefix.split("\n")
+    anchor = max(0, min(window_first_line, len(lines) - 1))
+    anchor -= anchor % ANCHOR_LINES
+    used = count("\n".join(lines[anchor:]))
+    while anchor > 0:
+        block = "\n".join(lines[max(0, anchor - ANCHOR_LINES) : anchor]) + "\n"
+        cost = count(block)
+        if used + cost > budget // 2:
+            break
+        used += cost
+        anchor = max(0, anchor - ANCHOR_LINES)
+    if anchor and used + count("\n".join(lines[:anchor]) + "\n") <= budget * 3 // 4:
+        anchor = 0
+    return anchor
 
 
 def _snapshot_of(target: ModelBackend, plan: Sequence[int]) -> Snapshot:
