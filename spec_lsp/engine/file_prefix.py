@@ -207,8 +207,9 @@ def choose_anchor(
             break
         used += cost
         anchor = max(0, anchor - ANCHOR_LINES)
-    if anchor and used + count("\n".join(lines[:anchor]) + "\n") <= budget * 3 // 4:
-        anchor = 0
+    above = "\n".join(lines[:anchor]) + "\n" if anchor else ""
+    if above and len(above) <= budget * 16 and used + count(above) <= budget * 3 // 4:
+        anchor = 0  # (a token is rarely over 16 characters: a longer text is not tokenized)
     return anchor
 
 

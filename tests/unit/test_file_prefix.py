@@ -174,3 +174,17 @@ def test_off_with_no_budget_or_no_cache():
         engine = make(**settings)
         engine.complete(at(101), CancelToken())
         assert not engine.idle_work and grow(engine) == 0
+
+
+def test_the_anchor_is_a_stable_start():
+    from spec_lsp.engine.file_prefix import choose_anchor
+
+    count = len  # a token a character
+    lines = "".join(f"line {i:05d} of files\n" for i in range(400))  # 20 characters a line
+    # the text above the place fits 3/4 of the budget: the file's first line
+    assert choose_anchor(lines[: 100 * 20], 90, count, budget=3000) == 0
+    # a long file: a 16-line edge about half the budget (75 lines) above the place
+    anchor = choose_anchor(lines[: 300 * 20], 290, count, budget=3000)
+    assert anchor % 16 == 0 and 300 - 80 <= anchor <= 300 - 60
+    # the same anchor wherever the cursor is on the lines the window starts at
+    assert choose_anchor(lines[: 301 * 20], 290, count, budget=3000) == anchor
