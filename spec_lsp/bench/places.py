@@ -331,6 +331,48 @@ def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
     return "\n".join(rows) + "\n"
 
 
+def plot(asks: list[dict[str, Any]], out: Path) -> None:
+    """Each ask's time to a suggestion, spec-lsp against plain llama-cpp-python, by reading
+    time (points under the diagonal: spec-lsp was faster)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib not installed: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(6, 5))
+    groups = [("a file's first ask", [a for a in asks if a["order"] == 0], "o")]
+    for read_s in sorted({a["read_s"] for a in asks if a["order"] > 0}):
+        label = "later, back to back" if not read_s else f"later, after reading {read_s:g} s"
+        groups.append((label, [a for a in asks if a["order"] > 0 and a["read_s"] == read_s], "s"))
+    for label, group, marker in groups:
+        ax.scatter(
+            [a["plain_s"] for a in group], [a["spec_s"] for a in group], label=label, marker=marker
+        )
+    times = [a["plain_s"] for a in asks] + [a["spec_s"] for a in asks]
+    low, top = min(times + [1.0]) / 2, max(times + [1.0]) * 1.5
+    ax.plot([low, top], [low, top], color="grey", linewidth=0.8, label="as fast as plain")
+    ax.plot(
+        [low, top],
+        [0.35 * low, 0.35 * top],
+        color="grey",
+        linewidth=0.8,
+        linestyle=":",
+        label="0.35x plain",
+    )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("plain llama-cpp-python FIM (s)")
+    ax.set_ylabel("spec-lsp, to its first answer (s)")
+    ax.set_title("time to a suggestion at places in an open file")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", nargs="*", default=FILES)
@@ -397,6 +439,7 @@ def main() -> None:
             "settings": extra,
         },
     )
+    plot([asdict(a) for a in asks], out.with_suffix(".png"))
 
 
 def _argv_shown(args: argparse.Namespace) -> list[str]:
