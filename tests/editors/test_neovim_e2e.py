@@ -181,7 +181,7 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
     t1 = time.monotonic()
     try:
         first, rest = wait_for(
-            "ghost text", lambda: ghost_text(nv, namespace), GHOST_TIMEOUT, interval=0.2
+            "ghost text", lambda: ghost_text(nv, namespace), GHOST_TIMEOUT, interval=0.05
         )
     except AssertionError:
         print(log.read_text()[-4000:] if log.exists() else "(no server log)")
@@ -190,7 +190,7 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
     lines_before = nv.current.buffer[:]
     row = nv.current.window.cursor[0] - 1
     print(
-        f"\n{version} native={is_native}: ghost {first!r} {rest!r} (load {load_s:.1f}s, ghost {ghost_s:.1f}s)"
+        f"\n{version} native={is_native}: ghost {first!r} {rest!r} (load {load_s:.1f}s, ghost {ghost_s:.2f}s)"
     )
     assert first.strip() or rest
     if expected_first is not None:
@@ -222,6 +222,19 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
         want = before2[:row] + [before2[row] + first2, *rest2] + before2[row + 1 :]
         wait_for("the second accepted text", lambda: nv.current.buffer[:] == want, 10)
         assert nv.current.buffer[:] == ["import os", "", "def foo(x):", "    return x * 2"]
+
+    # The server's per-request timing lines (queue, prompt, first answer, decode). A request is
+    # logged when its generation ends, which goes on in the background after the first answer.
+    def timings() -> list[str]:
+        text = log.read_text() if log.exists() else ""
+        return [ln for ln in text.splitlines() if ": queue " in ln and " ms, prompt " in ln]
+
+    try:
+        wait_for("the server's timing line", timings, GHOST_TIMEOUT, 0.2)
+    except AssertionError:
+        print("server: no timing line logged")
+    for line in timings():
+        print("server:", line)
 
     s = stats(nv)
     assert "acceptance_rate" in s and "tokens_per_second" in s, s

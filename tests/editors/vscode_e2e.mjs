@@ -151,6 +151,49 @@ async function startCodeServer(dirs) {
   return { child, url };
 }
 
+/**
+ * In the page: remember when each key went down and when the current ghost text appeared in
+ * the DOM (a MutationObserver; reset when it goes away), so that the time to ghost text is
+ * measured from the keystroke that triggered the request, not from our polling.
+ */
+async function watchGhost(page) {
+  await page.evaluate(() => {
+    const w = window;
+    w.__specE2E = { keys: [], ghostAt: null };
+    if (w.__specE2EInstalled) return;
+    w.__specE2EInstalled = true;
+    document.addEventListener('keydown', () => w.__specE2E.keys.push(Date.now()), true);
+    const shown = () => {
+      const root = document.querySelector('.editor-group-container .monaco-editor');
+      if (!root) return false;
+      if ([...root.querySelectorAll('.ghost-text-decoration')].some((e) => e.textContent)) return true;
+      return [...root.querySelectorAll('.view-zones .suggest-preview-text .view-line')]
+        .some((e) => e.querySelector('.ghost-text') && e.textContent.trim());
+    };
+    new MutationObserver(() => {
+      const now = shown();
+      if (now && w.__specE2E.ghostAt === null) w.__specE2E.ghostAt = Date.now();
+      else if (!now) w.__specE2E.ghostAt = null;
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+}
+
+/** Seconds from the last keystroke before the ghost text appeared to its appearance. */
+async function keyToGhost(page) {
+  const { keys, ghostAt } = await page.evaluate(() => window.__specE2E);
+  if (ghostAt === null) return null;
+  const key = keys.filter((t) => t <= ghostAt).pop();
+  return key === undefined ? null : { key_to_ghost_s: (ghostAt - key) / 1000, keys: keys.length };
+}
+
+/** The server's per-request timing lines (`--log-level DEBUG`) added since `from` bytes. */
+function serverTimings(serverLog, from) {
+  if (!fs.existsSync(serverLog)) return { lines: [], size: from };
+  const text = fs.readFileSync(serverLog, 'utf8');
+  const lines = text.slice(from).split('\n').filter((l) => /: queue \d+ ms, /.test(l));
+  return { lines, size: text.length };
+}
+
 async function ghostText(page) {
   return page.evaluate(() => {
     const root = document.querySelector('.editor-group-container .monaco-editor');
@@ -186,10 +229,12 @@ async function runCommand(page, title) {
  * before plus the ghost text (lines compared without trailing blanks: VS Code trims the
  * indentation it inserted itself when the cursor leaves the line).
  */
-async function ghostStep(page, file, name, act) {
+async function ghostStep(page, file, name, act, serverLog) {
   const step = { name };
-  const t0 = Date.now();
   const statusBefore = (await statusText(page))?.text;
+  const logFrom = serverTimings(serverLog, 0).size;
+  await watchGhost(page);
+  const t0 = Date.now();
   await act();
   let lastTrigger = Date.now();
   const ghost = await waitFor(`ghost text (${name})`, async () => {
@@ -205,6 +250,10 @@ async function ghostStep(page, file, name, act) {
   step.ghost_s = (Date.now() - t0) / 1000;
   step.ghost = { inline: clean(ghost.inline), lines: ghost.lines.map(clean) };
   log(`ghost text (${name}):`, JSON.stringify(step.ghost), `(after ${step.ghost_s}s)`);
+  const timing = await keyToGhost(page);
+  step.key_to_ghost_s = timing?.key_to_ghost_s ?? null;
+  log(`time to ghost text (${name}): ${step.key_to_ghost_s === null ? '?' : step.key_to_ghost_s.toFixed(2)}s`
+    + ' from the last keystroke to the ghost text in the DOM');
   if (process.env.SPEC_LSP_E2E_DEBUG) {
     const html = await page.evaluate(() => document.querySelector('.editor-group-container .monaco-editor').outerHTML);
     fs.writeFileSync(path.join(OUT, `dom-${name}.html`), html);
@@ -234,6 +283,9 @@ async function ghostStep(page, file, name, act) {
     throw new Error(`${error.message}\nexpected ${JSON.stringify(want)}\ngot      ${JSON.stringify(norm(step.saved))}`);
   }
   log(`demo.py after Tab + save (${name}):`, JSON.stringify(step.saved));
+  // The requests' timing lines (the server logs one when a generation ends, after the answer).
+  step.server_timings = serverTimings(serverLog, logFrom).lines;
+  for (const line of step.server_timings) log(`server (${name}):`, line);
   return step;
 }
 
@@ -284,7 +336,7 @@ async function main() {
     result.steps = [];
     result.steps.push(await ghostStep(page, file, 'typed', async () => {
       await page.keyboard.type(CASE.typed, { delay: 60 });
-    }));
+    }, serverLog));
     const first = result.steps[0].ghost.inline;
     if (CASE.expect !== null && !first.startsWith(CASE.expect)) {
       throw new Error(`ghost text ${JSON.stringify(first)} does not start with ${JSON.stringify(CASE.expect)}`);
@@ -293,7 +345,7 @@ async function main() {
     result.steps.push(await ghostStep(page, file, 'newline', async () => {
       await page.keyboard.press('Control+End');
       await page.keyboard.press('Enter');
-    }));
+    }, serverLog));
     result.screenshot = result.steps[0].screenshot;
 
     // Stats: the status bar (polled specLsp/stats) and the Show Stats command.
