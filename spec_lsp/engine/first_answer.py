@@ -1,7 +1,8 @@
 """The latency budget: answer before the generation ends.
 
 A multi-line suggestion of 64 tokens takes seconds to decode on a CPU, and the person sees
-nothing until it is done. So the request is answered as soon as its first line is complete, or
+nothing until it is done. So the request is answered as soon as its first line is complete (and
+BLOCK_GRACE_S of decoding have passed, so that a fast backend's whole block is shown whole), or
 once `budget_s` of decoding have passed with something to show (then with what is ready: the
 complete lines, else the partial line). The budget counts from the first generated text: the
 prompt's evaluation before it is not decoding, and on a slow machine it alone would use the
@@ -17,6 +18,10 @@ import time
 from collections.abc import Callable
 
 Reply = Callable[[str], None]
+# complete lines wait this long into decoding before they are sent early: a backend that writes
+# a whole block by then (a GPU, a fast server, the fake model) shows it whole, as the editor
+# draws a block; on a CPU the first line takes longer than this anyway
+BLOCK_GRACE_S = 0.25
 
 
 class FirstAnswer:
@@ -45,9 +50,10 @@ class FirstAnswer:
             self.decoding = now
         end = generated.rfind("\n")
         lines = generated[:end] if end >= 0 else ""
-        if lines.strip():  # at least one complete line with something on it
-            ready = lines
-        elif self.budget_s > 0 and now - self.decoding >= self.budget_s:
+        waited = now - self.decoding
+        if lines.strip() and waited >= min(BLOCK_GRACE_S, self.budget_s or BLOCK_GRACE_S):
+            ready = lines  # at least one complete line with something on it
+        elif self.budget_s > 0 and waited >= self.budget_s:
             ready = generated  # the budget ran out: what is there, a partial line
         else:
             return

@@ -30,12 +30,24 @@ def test_the_first_complete_line_is_answered_once():
 
 
 def test_a_leading_newline_is_not_a_line_yet():
-    first, _clock, sent = watch(10.0)
+    first, clock, sent = watch(10.0)
     first.progress("\n")
     first.progress("\n    return x")
     assert sent == []
+    clock.now = 0.3
     first.progress("\n    return x\n")
     assert sent == ["\n    return x"]
+
+
+def test_a_block_written_within_the_grace_is_answered_whole():
+    first, clock, sent = watch(10.0)
+    first.progress("if x:")
+    clock.now = 0.1
+    first.progress("if x:\n    y = 1\n")  # a fast backend: lines come quicker than the grace
+    assert sent == []
+    clock.now = 0.26
+    first.progress("if x:\n    y = 1\n    z = 2\nw")
+    assert sent == ["if x:\n    y = 1\n    z = 2"]
 
 
 def test_when_the_budget_runs_out_the_partial_line_is_answered():
