@@ -159,3 +159,22 @@ def test_split_keeps_typing_an_append(lines_before, expected_middle):
     assert head + middle == prefix
     assert middle == expected_middle
     assert split_for_typing(prefix + "o(", lines_before=lines_before)[0] == head
+
+
+def test_a_lookup_builds_keys_only_where_a_suggestion_may_be(monkeypatch):
+    """A lookup looks back over up to 256 characters typed: building a key for each end (a
+    slice of the text before the cursor, the suffix hashed) made lookups on the event loop the
+    server's bottleneck at 200 keys/s. Only ends where an entry was put get a key."""
+    from spec_lsp.engine.cache import suggestions as module
+
+    cache = module.SuggestionCache()
+    built = []
+    real_key = module._key
+    monkeypatch.setattr(module, "_key", lambda *args: built.append(args[2]) or real_key(*args))
+    text = "x = 1\n" * 5000
+    request = req(text + "def fo")
+    assert cache.lookup(request) is None and built == []
+    cache.put(req(text + "def f"), "oo(x):")
+    built.clear()
+    assert cache.lookup(req(text + "def fo")) == ("o", "o(x):")
+    assert len(built) == 1
