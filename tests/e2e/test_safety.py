@@ -18,7 +18,10 @@ from tests.e2e.test_raw_protocol import Wire, did_open, inline_params, notificat
 ROOT = Path(__file__).resolve().parents[2] / "spec_lsp"
 CLI_ONLY = {"models.py"}  # `spec-lsp models pull` runs pip, with fixed arguments
 # benchmarks the server never imports that start a program with fixed arguments
-BENCH_ONLY = {"bench/remote.py"}  # python -m llama_cpp.server, the remote engine's bench
+BENCH_ONLY = {
+    "bench/remote.py",  # python -m llama_cpp.server, the remote engine's bench
+    "bench/soak.py",  # git rev-parse / status, the commit its report names
+}
 
 
 def hostile_settings(marker: Path) -> dict:
