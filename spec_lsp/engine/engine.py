@@ -207,6 +207,30 @@ class Engine:
         self.sources.shown(request, rest)
         return Completion(text=rest, stats=stats, typed=typed)
 
+    def from_in_flight(self, request: CompletionRequest) -> Completion | None:
+        """An answer from the running generation's text so far, once it holds a complete line
+        beyond what `request` typed (any thread; the generation goes on into the cache)."""
+        if not self.settings.cache:
+            return None
+        ahead = self.in_flight.ahead_of(request)
+        if ahead is None or "\n" not in ahead[1:]:
+            return None
+        lines = ahead[: ahead.rfind("\n")]
+        raw = postprocess.cut_at_stop_strings(lines, request.stop)
+        multiline = self._multiline(request)
+        text = postprocess.postprocess(
+            raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+        )
+        if not text.strip():
+            return None
+        stats = DecodeStats(
+            drafter=self.settings.drafter, cache="in_flight", engine=self.settings.engine
+        )
+        self.totals.record(stats)
+        self.sources.shown(request, text)
+        typed = self.in_flight.typed_by(request)
+        return Completion(text=text, stats=stats, typed=typed)
+
     def extends_in_flight(self, request: CompletionRequest) -> bool:
         """True when the running generation already produced what this request typed: the
         server lets it finish (its result answers this request) instead of cancelling it."""

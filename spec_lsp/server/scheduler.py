@@ -42,6 +42,7 @@ T = TypeVar("T")
 Outcome = tuple[Completion | None, str]  # the answer and what happened: served, empty, ...
 INVOKED_LOAD_WAIT_S = 30.0
 PREWARM_DELAY_S = 0.3  # idle this long after an edit before evaluating its place's prompt
+IN_FLIGHT_POLL_S = 0.05  # how often a request waiting on a running generation looks at its text
 Job = tuple["asyncio.Future[Completion | None]", CancelToken]  # a generation on the worker
 
 
@@ -135,7 +136,9 @@ class Scheduler:
         self, request: CompletionRequest, token: CancelToken, running: Job | None
     ) -> Outcome:
         if running is not None:  # the running generation already typed what this one typed
-            await _wait_unless_superseded(running[0])
+            line = await self._follow_in_flight(request, running[0])
+            if line is not None:  # a complete line of it, before the generation ends
+                return line, "typed_through"
             cached = self.engine.peek(request)
             if cached is not None:
                 return cached, "typed_through"
@@ -173,6 +176,24 @@ class Scheduler:
         if result is None and token.cancelled:
             return None, "superseded"
         return result, "served" if result is not None and result.text else "empty"
+
+    async def _follow_in_flight(
+        self, request: CompletionRequest, job: asyncio.Future[Any]
+    ) -> Completion | None:
+        """Wait for the running generation this request typed into; an answer from its text
+        as soon as that holds a complete line beyond what was typed, else None when it ends."""
+        while True:
+            answer = self.engine.from_in_flight(request)
+            if answer is not None:
+                return answer
+            try:
+                await asyncio.wait_for(asyncio.shield(job), IN_FLIGHT_POLL_S)
+            except TimeoutError:
+                continue
+            except asyncio.CancelledError:
+                if not job.cancelled():
+                    raise  # this request's own task was cancelled ($/cancelRequest)
+            return None
 
     def _forget_job(self, document: str, job: asyncio.Future[Any]) -> None:
         if self._jobs.get(document, (None,))[0] is job:
@@ -390,12 +411,3 @@ def _timing(completion: Completion) -> str:
 def _settle(future: asyncio.Future[Completion], completion: Completion) -> None:
     if not future.done():
         future.set_result(completion)
-
-
-async def _wait_unless_superseded(job: asyncio.Future[Any]) -> None:
-    """Wait for `job`; if a newer request cancels it meanwhile, just stop waiting."""
-    try:
-        await asyncio.shield(job)
-    except asyncio.CancelledError:
-        if not job.cancelled():
-            raise  # this request's own task was cancelled ($/cancelRequest)

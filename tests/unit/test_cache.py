@@ -178,3 +178,14 @@ def test_a_lookup_builds_keys_only_where_a_suggestion_may_be(monkeypatch):
     built.clear()
     assert cache.lookup(req(text + "def fo")) == ("o", "o(x):")
     assert len(built) == 1
+
+
+def test_a_complete_line_of_the_running_generation_answers_a_request_typed_into_it(engine):
+    running = req("import sys\n\ndef fo")
+    engine.in_flight.track(running, "o(x):\n    ret")
+    line = engine.from_in_flight(req("import sys\n\ndef foo"))
+    assert line is not None and line.text == "(x):" and line.stats.cache == "in_flight"
+    assert engine.from_in_flight(req("import sys\n\ndef foo(x):\n    r")) is None  # no line yet
+    assert engine.from_in_flight(req("import sys\n\ndef fox")) is None  # typed something else
+    engine.in_flight.clear()
+    assert engine.from_in_flight(req("import sys\n\ndef foo")) is None

@@ -28,8 +28,14 @@ class ScriptedEngine:
     def peek(self, request: CompletionRequest) -> Completion | None:
         return self.cached.get(request.prefix)
 
+    idle_work = False  # (nothing for idle time)
+    in_flight_line: Completion | None = None  # what the running generation already wrote
+
     def extends_in_flight(self, request: CompletionRequest) -> bool:
         return self.in_flight is not None and request.prefix.startswith(self.in_flight)
+
+    def from_in_flight(self, request: CompletionRequest) -> Completion | None:
+        return self.in_flight_line if self.extends_in_flight(request) else None
 
     def complete(self, request: CompletionRequest, cancel: CancelToken, reply=None) -> Completion:
         self.started.append(request.prefix)
@@ -159,6 +165,20 @@ async def test_a_request_the_running_generation_already_covers_waits_for_it(engi
     assert (await running).text == "<a>"
     assert (await typed).text == "c"
     assert engine.started == ["a"]
+
+
+async def test_a_line_the_running_generation_wrote_answers_before_it_ends(engine, scheduler):
+    engine.in_flight = "a"
+    running = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    typed = asyncio.ensure_future(scheduler.complete(req("ab")))
+    await asyncio.sleep(0.02)
+    assert not typed.done()  # no complete line beyond what was typed yet
+    engine.in_flight_line = Completion(text="c = 1", stats=DecodeStats())
+    assert (await asyncio.wait_for(typed, 1.0)).text == "c = 1"
+    assert not running.done() and engine.cancelled == []  # the generation goes on
+    engine.release.set()
+    assert (await running).text == "<a>"
 
 
 async def test_an_engine_bug_is_an_empty_answer_and_the_server_goes_on(engine, scheduler):

@@ -24,12 +24,23 @@ class InFlight:
         return int(self._running is not None)
 
     def extended_by(self, request: CompletionRequest) -> bool:
+        return self.ahead_of(request) is not None
+
+    def typed_by(self, request: CompletionRequest) -> str:
+        """What `request` typed since the running generation's request."""
+        running = self._running
+        return request.prefix[len(running[0].prefix) :] if running is not None else ""
+
+    def ahead_of(self, request: CompletionRequest) -> str | None:
+        """What the running generation wrote beyond what `request` typed, if `request` only
+        typed what it wrote; else None."""
         running = self._running
         if running is None:
-            return False
+            return None
         old, produced = running
         if (old.document_id, old.suffix) != (request.document_id, request.suffix):
-            return False
+            return None
         if not request.prefix.startswith(old.prefix):
-            return False
-        return produced.startswith(request.prefix[len(old.prefix) :])
+            return None
+        typed = request.prefix[len(old.prefix) :]
+        return produced[len(typed) :] if produced.startswith(typed) else None
