@@ -10,10 +10,12 @@ post-processing, the suggestion cache, in-flight reuse and precompute; the promp
 (`remote_prompt`), the server's health (`health`: backoff, one notice per problem) in place of
 the KV caches, and a stream from the server (`decode/remote`) in place of the speculative loop.
 
-Longer than the ~300 lines a module aims at (about 500): it wires two decode paths (in-process
-and remote), the early answer (`first_answer`), precompute and prewarm. Each of them is a
-short method here and its mechanism lives in its own module; the remote path's wiring is the
-next to move out (a stage object beside `loading.RemoteLoaded`).
+Longer than the ~300 lines a module aims at (about 600): it wires two decode paths (in-process
+and remote), the early answer (`first_answer`), answers from a running generation, precompute,
+prewarm and the file prefix (the choice between the window and the prompt laid out from it).
+Each of them is a short method here and its mechanism lives in its own module; the remote
+path's wiring (~120 lines) is the next to move out (a stage object beside
+`loading.RemoteLoaded`).
 """
 
 from __future__ import annotations
