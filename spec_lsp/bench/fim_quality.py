@@ -3,7 +3,9 @@
 Real Python modules (the standard library of the running interpreter), one code line removed,
 the cursor after its indentation; greedy completion to the end of the line, exact match. The
 same windows go through plain PSM (prefix, suffix, then the middle token) and through the
-engine's layout (the cursor line and up to 7 lines above moved after the middle token).
+engine's layout (the cursor line and up to 7 lines above moved after the middle token), and,
+with `--file-prefix`, through the layout a place gets from the file prefix (the text before the
+cursor from the file prefix's anchor, up to `filePrefixTokens`: engine/file_prefix.py).
 
     .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24
 """
@@ -88,6 +90,7 @@ def complete(engine: Engine, tokens: list[int]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=24)
+    parser.add_argument("--file-prefix", action="store_true", help="also the file prefix layout")
     args = parser.parse_args()
     engine = build_engine(Settings(drafter="none", prefix_tokens=256, suffix_tokens=96))
     engine.load()
@@ -95,13 +98,17 @@ def main() -> None:
     assert loaded is not None
     target, template = loaded.target, loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
-    scores = {"psm": 0, "split": 0}
+    scores = {"psm": 0, "split": 0, **({"file_prefix": 0} if args.file_prefix else {})}
     for n, (prefix, suffix, expected) in enumerate(tasks(args.tasks), 1):
         # both layouts get the same window; the indentation is left to the model (token healing)
         pre, suf = window.window(
             prefix.rstrip(" \t"), suffix, count_tokens=count, prefix_budget=256, suffix_budget=96
         )
         for layout in scores:
+            if layout == "file_prefix":
+                got = complete(engine, file_prefix_tokens(engine, prefix, suffix))
+                scores[layout] += got == expected
+                continue
             head, middle = (
                 (pre, "")
                 if layout == "psm"
@@ -113,14 +120,29 @@ def main() -> None:
             tokens = [t for s in segments for t in target.tokenize(s.text, special=s.special)]
             got = complete(engine, tokens)
             scores[layout] += got == expected
-        print(
-            f"{n:3d} psm {scores['psm']:3d}  split {scores['split']:3d}   expected: {expected[:60]}"
-        )
+        print(f"{n:3d} {scores}   expected: {expected[:60]}")
     total = min(args.tasks, n)
     print(
         f"\nexact single-line matches over {total} held-out lines: PSM {scores['psm']}/{total}, "
         f"split layout {scores['split']}/{total}"
+        + (f", file prefix layout {scores['file_prefix']}/{total}" if args.file_prefix else "")
     )
+
+
+def file_prefix_tokens(engine: Engine, prefix: str, suffix: str) -> list[int]:
+    """The prompt a place gets from a file prefix anchored for it (the window's suffix and
+    split, the text before the cursor from the anchor)."""
+    from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
+    from spec_lsp.engine.types import CompletionRequest
+
+    loaded, prompts = engine._require_loaded()
+    request = CompletionRequest(prefix, suffix)
+    settings = engine.settings
+    budget = FilePrefix.budget(settings, loaded.target.n_ctx)
+    window_first = prompts.build(request, settings).first_line
+    anchor = choose_anchor(prefix, window_first, prompts.count, budget)
+    anchored = prompts.build_anchored(request, settings, anchor, budget)
+    return (anchored or prompts.build(request, settings)).tokens
 
 
 if __name__ == "__main__":
