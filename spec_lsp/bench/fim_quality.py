@@ -135,7 +135,8 @@ def file_prefix_tokens(engine: Engine, prefix: str, suffix: str) -> list[int]:
     from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
     from spec_lsp.engine.types import CompletionRequest
 
-    loaded, prompts = engine._require_loaded()
+    loaded, prompts = engine.loaded, engine.prompts
+    assert loaded is not None and prompts is not None
     request = CompletionRequest(prefix, suffix)
     settings = engine.settings
     budget = FilePrefix.budget(settings, loaded.target.n_ctx)

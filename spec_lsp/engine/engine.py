@@ -214,15 +214,11 @@ class Engine:
         beyond what `request` typed (any thread; the generation goes on into the cache)."""
         if not self.settings.cache:
             return None
-        ahead = self.in_flight.ahead_of(request)
-        if ahead is None or "\n" not in ahead[1:]:
+        found = self.in_flight.ahead_of(request)
+        if found is None or "\n" not in found[1][1:]:
             return None
-        lines = ahead[: ahead.rfind("\n")]
-        raw = postprocess.cut_at_stop_strings(lines, request.stop)
-        multiline = self._multiline(request)
-        text = postprocess.postprocess(
-            raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
-        )
+        typed, ahead = found
+        _raw, text = _shown(request, ahead[: ahead.rfind("\n")], self._multiline(request))
         if not text.strip():
             return None
         stats = DecodeStats(
@@ -230,7 +226,6 @@ class Engine:
         )
         self.totals.record(stats)
         self.sources.shown(request, text)
-        typed = self.in_flight.typed_by(request)
         return Completion(text=text, stats=stats, typed=typed)
 
     def extends_in_flight(self, request: CompletionRequest) -> bool:
@@ -283,10 +278,7 @@ class Engine:
         reply: Callable[[Completion], None] | None,
     ) -> FirstAnswer:
         def show(generated: str) -> str:
-            raw = postprocess.cut_at_stop_strings(generated, request.stop)
-            return postprocess.postprocess(
-                raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
-            )
+            return _shown(request, generated, multiline)[1]
 
         def early(text: str) -> None:
             assert reply is not None
@@ -371,10 +363,7 @@ class Engine:
         first: FirstAnswer,
     ) -> Completion:
         """Post-process the model's text; remember it (typed-through answers, shown drafts)."""
-        raw = postprocess.cut_at_stop_strings(generated, request.stop)
-        text = postprocess.postprocess(
-            raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
-        )
+        raw, text = _shown(request, generated, multiline)
         if self.settings.cache:
             self.suggestions.put(request, text, raw)
         if kind != "precompute":  # shown to the person (a precomputed one only when asked for)
@@ -591,6 +580,15 @@ class Engine:
             )
         finally:
             self.book.remember_language(request.language, temperature, estimate)
+
+
+def _shown(request: CompletionRequest, generated: str, multiline: bool) -> tuple[str, str]:
+    """(raw, shown): the model's text cut at the request's stop strings, and post-processed."""
+    raw = postprocess.cut_at_stop_strings(generated, request.stop)
+    text = postprocess.postprocess(
+        raw, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+    )
+    return raw, text
 
 
 def build_engine(settings: Settings, *, backend: str = "llama") -> Engine:

@@ -56,6 +56,8 @@ class FilePrefix:
         self.evaluated = 0  # tokens evaluated while idle, over all documents
         self.reanchored = 0
         self.used = 0  # requests whose prompt was laid out from the anchor
+        # (anchor, cursor line) -> within the budget: typing on a line asks again each key
+        self._covered: tuple[int, int, bool] | None = None
 
     @staticmethod
     def budget(settings: Settings, n_ctx: int) -> int:
@@ -114,9 +116,14 @@ class FilePrefix:
     ) -> bool:
         if prompt.first_line < self.anchor:
             return False
+        line = request.prefix.count("\n")
+        if self._covered is not None and self._covered[:2] == (self.anchor, line):
+            return self._covered[2]
         before = request.prefix[window.line_offset(request.prefix, self.anchor) :]
         # (a token is rarely longer than 16 characters: past that, not worth tokenizing)
-        return len(before) <= budget * 16 and prompts.count(before) <= budget
+        covered = len(before) <= budget * 16 and prompts.count(before) <= budget
+        self._covered = (self.anchor, line, covered)
+        return covered
 
     def document_changed(self, document: str, text: str) -> None:
         if document == self.document and text != self.text:

@@ -82,7 +82,7 @@ class PromptBuilder:
         start = window.line_offset(text, anchor)
         end, used = start, 0
         for chunk in window.line_chunks(text[start : start + budget * 16]):
-            used += len(self.text_tokens(chunk))
+            used += len(self.target.tokenize(chunk))
             end += len(chunk)
             if used >= budget:
                 break
@@ -97,8 +97,8 @@ class PromptBuilder:
         return len(self.text_tokens(text))
 
     def text_tokens(self, text: str) -> list[int]:
-        """The document's text as tokens: line chunk by line chunk (cached) where that gives the
-        tokens of the whole text, else whole."""
+        """The document's text as tokens: line chunk by line chunk where that gives the tokens
+        of the whole text, else whole."""
         if not self.chunked:
             return self.target.tokenize(text)
         tokenize = self.target.tokenize

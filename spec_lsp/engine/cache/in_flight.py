@@ -26,14 +26,9 @@ class InFlight:
     def extended_by(self, request: CompletionRequest) -> bool:
         return self.ahead_of(request) is not None
 
-    def typed_by(self, request: CompletionRequest) -> str:
-        """What `request` typed since the running generation's request."""
-        running = self._running
-        return request.prefix[len(running[0].prefix) :] if running is not None else ""
-
-    def ahead_of(self, request: CompletionRequest) -> str | None:
-        """What the running generation wrote beyond what `request` typed, if `request` only
-        typed what it wrote; else None."""
+    def ahead_of(self, request: CompletionRequest) -> tuple[str, str] | None:
+        """(what `request` typed since the running generation's request, what that generation
+        wrote beyond it) if `request` only typed what it wrote; else None."""
         running = self._running
         if running is None:
             return None
@@ -43,4 +38,4 @@ class InFlight:
         if not request.prefix.startswith(old.prefix):
             return None
         typed = request.prefix[len(old.prefix) :]
-        return produced[len(typed) :] if produced.startswith(typed) else None
+        return (typed, produced[len(typed) :]) if produced.startswith(typed) else None
