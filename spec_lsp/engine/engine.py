@@ -258,6 +258,7 @@ class Engine:
             stats.stop_reason = "empty_prompt"
             return Completion(text="", stats=stats)
         reused = self._prepare_caches(loaded, request.document_id, prompt)  # caches
+        self.in_flight.track(request, "")  # a key typed meanwhile may wait for what it writes
         try:
             tokens = self._decode(loaded, prompts, request, prompt, multiline, cancel, stats, first)
         finally:

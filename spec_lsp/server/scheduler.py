@@ -43,6 +43,9 @@ Outcome = tuple[Completion | None, str]  # the answer and what happened: served,
 INVOKED_LOAD_WAIT_S = 30.0
 PREWARM_DELAY_S = 0.3  # idle this long after an edit before evaluating its place's prompt
 IN_FLIGHT_POLL_S = 0.05  # how often a request waiting on a running generation looks at its text
+# a generation whose request the editor cancelled goes on this long for a newer request that
+# typed into it (VS Code cancels each keystroke's request as it sends the next), then stops
+CANCEL_GRACE_S = 0.5
 Job = tuple["asyncio.Future[Completion | None]", CancelToken]  # a generation on the worker
 
 
@@ -57,6 +60,7 @@ class Scheduler:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spec-lsp-engine")
         self._live: dict[str, list[CancelToken]] = {}  # per document: requests not yet answered
         self._jobs: dict[str, Job] = {}  # per document: its generation on the worker
+        self._graces: dict[str, asyncio.TimerHandle] = {}  # per document: a cancelled job's grace
         self._background = CancelToken()
         self._idle = CancelToken()  # idle work (the file prefix growing); any request stops it
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -65,6 +69,7 @@ class Scheduler:
         self._queued_lock = threading.Lock()
         self.loading = 0  # model loads queued or running
         self.first_load = True  # the load `initialized` starts has not ended yet
+        self.held = False  # hold(): no background or idle work starts
 
     async def run(self, job: Callable[[], T]) -> T:
         """Run any other engine call (load, settings) on the worker thread, in order."""
@@ -121,6 +126,8 @@ class Scheduler:
             running[0].done() or not self.engine.extends_in_flight(request)
         ):
             running = None  # nothing to keep: the running generation is no use to this request
+        if running is not None:
+            self._end_grace(document)  # its cancelled request's generation is this one's now
         self._supersede(document, keep=running)
         token = CancelToken()
         live = self._live.setdefault(document, [])
@@ -135,13 +142,15 @@ class Scheduler:
     async def _answer(
         self, request: CompletionRequest, token: CancelToken, running: Job | None
     ) -> Outcome:
-        if running is not None:  # the running generation already typed what this one typed
+        if running is not None:  # the running generation may write what this one typed
             line = await self._follow_in_flight(request, running[0])
             if line is not None:  # a complete line of it, before the generation ends
                 return line, "typed_through"
             cached = self.engine.peek(request)
             if cached is not None:
                 return cached, "typed_through"
+            if not running[0].done():  # it wrote something else: stop it, start this one
+                running[1].cancel("it wrote something other than what was typed")
         if self.debounce_s:
             await asyncio.sleep(self.debounce_s)
         if token.cancelled:
@@ -161,7 +170,7 @@ class Scheduler:
         except asyncio.CancelledError:  # (wait cancels neither: the job goes on until told)
             if job.cancelled():  # a newer request took its place
                 return None, "superseded"
-            token.cancel("$/cancelRequest")
+            self._grace(document, token)  # stopped soon, unless a newer request follows it
             raise
         finally:
             early.cancel()  # (a no-op once set)
@@ -181,11 +190,14 @@ class Scheduler:
         self, request: CompletionRequest, job: asyncio.Future[Any]
     ) -> Completion | None:
         """Wait for the running generation this request typed into; an answer from its text
-        as soon as that holds a complete line beyond what was typed, else None when it ends."""
+        as soon as that holds a complete line beyond what was typed, else None when it ends or
+        writes something other than what was typed."""
         while True:
             answer = self.engine.from_in_flight(request)
             if answer is not None:
                 return answer
+            if not self.engine.extends_in_flight(request):
+                return None
             try:
                 await asyncio.wait_for(asyncio.shield(job), IN_FLIGHT_POLL_S)
             except TimeoutError:
@@ -198,7 +210,20 @@ class Scheduler:
     def _forget_job(self, document: str, job: asyncio.Future[Any]) -> None:
         if self._jobs.get(document, (None,))[0] is job:
             del self._jobs[document]
+            self._end_grace(document)
         self._idle_soon()
+
+    def _grace(self, document: str, token: CancelToken) -> None:
+        """$/cancelRequest: the generation goes on for CANCEL_GRACE_S, for a newer request that
+        typed into it to take over; nobody did then, it stops."""
+        self._end_grace(document)
+        loop = asyncio.get_running_loop()
+        self._graces[document] = loop.call_later(CANCEL_GRACE_S, token.cancel, "$/cancelRequest")
+
+    def _end_grace(self, document: str) -> None:
+        timer = self._graces.pop(document, None)
+        if timer is not None:
+            timer.cancel()
 
     def _idle_soon(self) -> None:
         """On the event loop, after any work: once nothing has happened for PREWARM_DELAY_S
@@ -217,7 +242,7 @@ class Scheduler:
 
     def _start_idle(self) -> None:
         self._idle_timer = None
-        if self.closed or self._queued or self._live or not self.engine.idle_work:
+        if self.closed or self.held or self._queued or self._live or not self.engine.idle_work:
             return  # busy: the work that keeps it busy calls _idle_soon when it ends
         token = self._idle = CancelToken()
 
@@ -328,7 +353,7 @@ class Scheduler:
         self._loop.call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
 
     def _start_prewarm(self, request: CompletionRequest, token: CancelToken) -> None:
-        if token.cancelled or self.closed or self._queued or self._live:
+        if token.cancelled or self.closed or self.held or self._queued or self._live:
             return  # something newer, or the worker busy: the request itself will do it
 
         def job() -> None:
@@ -342,6 +367,20 @@ class Scheduler:
                 log.exception("prewarm crashed")
 
         self._submit(job).add_done_callback(self._idle_after)
+
+    async def hold(self) -> None:
+        """Stop all work on the worker (generations, background and idle work) and start none
+        until release(): the cores are another program's (a benchmark's other engine)."""
+        self.held = True
+        self._background.cancel("held")
+        self._stop_idle("held")
+        for _, token in self._jobs.values():
+            token.cancel("held")
+        await self.run(lambda: None)  # the worker has stopped what it was doing
+
+    def release(self) -> None:
+        self.held = False
+        self._idle_soon()
 
     def stats(self) -> dict[str, Any]:
         """Request counts by outcome (requests = served + empty + typed_through + superseded +

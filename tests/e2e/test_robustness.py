@@ -30,12 +30,12 @@ async def test_a_newer_request_answers_the_older_one_empty_at_once(slow_client):
     open_doc(client, "def gre\n", uri=OTHER)
     older = send_inline(client, "older", 0, 7, uri=OTHER)
     await asyncio.sleep(0.2)  # generating now
-    edit(client, (0, 7), (0, 7), "e", version=2, uri=OTHER)
+    edit(client, (0, 7), (0, 7), "x", version=2, uri=OTHER)  # not what the older one writes
     newer = send_inline(client, "newer", 0, 8, uri=OTHER)
     done, _ = await asyncio.wait({older, newer}, return_when=asyncio.FIRST_COMPLETED, timeout=10)
     assert done == {older}  # superseded: answered before the newer one, without waiting
     assert len(older.result().items) == 0
-    assert (await asyncio.wait_for(newer, 10)).items[0].insert_text.startswith("t(name):")
+    assert isinstance(await asyncio.wait_for(newer, 10), lsp.InlineCompletionList)
     numbers = await stats(client)
     assert numbers.server_requests.superseded == 1 and numbers.cancelled >= 1
 

@@ -9,7 +9,12 @@ import threading
 import pytest
 
 from spec_lsp.engine import CancelToken, Completion, CompletionRequest, DecodeStats
-from spec_lsp.server.scheduler import Scheduler, percentile_ms
+from spec_lsp.server.scheduler import (
+    CANCEL_GRACE_S,
+    PREWARM_DELAY_S,
+    Scheduler,
+    percentile_ms,
+)
 
 
 class ScriptedEngine:
@@ -24,6 +29,7 @@ class ScriptedEngine:
         self.cached: dict[str, Completion] = {}
         self.in_flight: str | None = None
         self.closed_on: str | None = None
+        self.prewarmed: list[str] = []
 
     def peek(self, request: CompletionRequest) -> Completion | None:
         return self.cached.get(request.prefix)
@@ -53,6 +59,10 @@ class ScriptedEngine:
 
     def precompute(self, request, shown, cancel) -> None:
         pass
+
+    def prewarm(self, request, cancel) -> int:
+        self.prewarmed.append(request.prefix)
+        return 0
 
     def close(self) -> None:
         self.closed_on = threading.current_thread().name
@@ -179,6 +189,66 @@ async def test_a_line_the_running_generation_wrote_answers_before_it_ends(engine
     assert not running.done() and engine.cancelled == []  # the generation goes on
     engine.release.set()
     assert (await running).text == "<a>"
+
+
+async def test_a_cancelled_requests_generation_stops_after_the_grace(engine, scheduler):
+    task = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    started = asyncio.get_running_loop().time()
+    task.cancel()  # $/cancelRequest, and nothing follows (the person pressed Escape)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await until(lambda: engine.cancelled == ["a"])
+    waited = asyncio.get_running_loop().time() - started
+    assert CANCEL_GRACE_S - 0.05 <= waited < CANCEL_GRACE_S + 1.0
+
+
+async def test_the_next_keys_request_takes_over_a_cancelled_requests_generation(engine, scheduler):
+    """VS Code cancels each key's request as it sends the next: when the next key is what the
+    generation writes, the generation goes on and answers it."""
+    engine.in_flight = "a"
+    first = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    first.cancel()  # $/cancelRequest for the previous key
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    typed = asyncio.ensure_future(scheduler.complete(req("ab")))  # the next key
+    await asyncio.sleep(CANCEL_GRACE_S + 0.2)
+    assert engine.cancelled == [] and engine.started == ["a"]  # kept past the grace
+    engine.in_flight_line = Completion(text="c = 1", stats=DecodeStats())
+    assert (await asyncio.wait_for(typed, 1.0)).text == "c = 1"
+    engine.release.set()
+
+
+async def test_a_generation_that_writes_something_else_is_stopped_for_the_new_key(
+    engine, scheduler
+):
+    engine.in_flight = "a"  # nothing written yet: "ab" may be what it writes
+    running = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    typed = asyncio.ensure_future(scheduler.complete(req("ab")))
+    await asyncio.sleep(0.02)
+    assert engine.cancelled == [] and not typed.done()
+    engine.in_flight = "ax"  # it wrote "x": not what was typed
+    await until(lambda: engine.cancelled == ["a"])
+    engine.release.set()
+    assert (await asyncio.wait_for(typed, 1.0)).text == "<ab>"
+    assert await running is None
+    assert engine.started == ["a", "ab"]
+
+
+async def test_held_the_worker_stops_and_starts_nothing_until_released(engine, scheduler):
+    """hold(): a benchmark's other engine gets the cores to itself."""
+    running = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    await scheduler.hold()
+    assert engine.cancelled == ["a"] and await running is None
+    scheduler.prewarm(req("b"))
+    await asyncio.sleep(PREWARM_DELAY_S + 0.1)
+    assert engine.prewarmed == []
+    scheduler.release()
+    scheduler.prewarm(req("c"))
+    await until(lambda: engine.prewarmed == ["c"])
 
 
 async def test_an_engine_bug_is_an_empty_answer_and_the_server_goes_on(engine, scheduler):

@@ -1,6 +1,6 @@
 """The generation running now and the text it has produced so far: a request that only typed
-what that generation already wrote is answered by it (the server lets it finish) instead of
-cancelling it and starting again."""
+what that generation wrote (or may still write: it has not got that far) is answered by it (the
+server lets it go on) instead of cancelling it and starting again."""
 
 from __future__ import annotations
 
@@ -24,11 +24,26 @@ class InFlight:
         return int(self._running is not None)
 
     def extended_by(self, request: CompletionRequest) -> bool:
-        return self.ahead_of(request) is not None
+        """Whether `request` typed nothing the running generation did not write or may still
+        write (from the start of its prompt's evaluation on)."""
+        found = self._typed(request)
+        if found is None:
+            return False
+        typed, produced = found
+        return produced.startswith(typed) or typed.startswith(produced)
 
     def ahead_of(self, request: CompletionRequest) -> tuple[str, str] | None:
         """(what `request` typed since the running generation's request, what that generation
         wrote beyond it) if `request` only typed what it wrote; else None."""
+        found = self._typed(request)
+        if found is None:
+            return None
+        typed, produced = found
+        return (typed, produced[len(typed) :]) if produced.startswith(typed) else None
+
+    def _typed(self, request: CompletionRequest) -> tuple[str, str] | None:
+        """(what `request` typed since the running generation's request, what that generation
+        wrote), if `request` is at the same place with more typed."""
         running = self._running
         if running is None:
             return None
@@ -37,5 +52,4 @@ class InFlight:
             return None
         if not request.prefix.startswith(old.prefix):
             return None
-        typed = request.prefix[len(old.prefix) :]
-        return (typed, produced[len(typed) :]) if produced.startswith(typed) else None
+        return request.prefix[len(old.prefix) :], produced
