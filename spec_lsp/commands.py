@@ -15,6 +15,7 @@ from pathlib import Path
 from spec_lsp.config import Settings
 from spec_lsp.engine import (
     CancelToken,
+    Completion,
     CompletionRequest,
     EngineError,
     SamplingParams,
@@ -198,13 +199,22 @@ def _demo(settings: Settings) -> int:
     return 0
 
 
+def _timed(engine: Engine, request: CompletionRequest) -> tuple[Completion, float, float]:
+    """(completion, seconds to its first answer, seconds to the end of the generation)."""
+    started = time.perf_counter()
+    first: list[float] = []
+    completion = engine.complete(
+        request, CancelToken(), reply=lambda _c: first.append(time.perf_counter() - started)
+    )
+    total = time.perf_counter() - started
+    return completion, (first[0] if first else total), total
+
+
 def _felt(engine: Engine, request: CompletionRequest) -> list[str]:
     """The times a person feels: the first suggestion in the file, a keystroke typed into it,
     a new place in the same file (line 29 emptied to its indentation)."""
-    from spec_lsp.bench.places import spec_ask  # (the benchmark's timing of the same thing)
-
     lines = []
-    shown, first_s, whole_s = spec_ask(engine, request)
+    shown, first_s, whole_s = _timed(engine, request)
     lines.append(
         f"first suggestion: {first_s:.2f}s to ghost text ({whole_s:.2f}s for the whole "
         f"{shown.stats.tokens}-token suggestion, the rest generated behind it); prompt "
@@ -226,7 +236,7 @@ def _felt(engine: Engine, request: CompletionRequest) -> list[str]:
         prefix="\n".join(rows[:28]) + "\n" + indent,
         suffix="\n" + "\n".join(rows[29:]),
     )
-    moved, first_s, whole_s = spec_ask(engine, place)
+    moved, first_s, whole_s = _timed(engine, place)
     lines.append(
         f"a new place in the same file (line 29): {first_s:.2f}s to ghost text; prompt "
         f"{moved.stats.prompt_tokens} tokens, {moved.stats.prompt_tokens_evaluated} evaluated"

@@ -5,14 +5,17 @@ What a person waits for, against what they would use instead: plain llama-cpp-py
 the end of the line), in the same run, the two taking turns first.
 
 - places: a real Python module open in the editor (the standard library of the running
-  interpreter); one line at a time is emptied to its indentation and a suggestion asked for
-  there, place after place through the file. Reported: time to a suggestion (spec-lsp: its
-  first answer, see engine/first_answer.py) for the file's first ask and the later ones, the
-  share of the prompt evaluated, and exact matches of the line.
-- typing: at a few lines, the first half of the line is typed at `--key-ms` a key, each key a
-  request that cancels the one before (as VS Code does), then a pause and a request. Reported:
-  suggestions shown while typing (answered before the next key) and the time to a suggestion
-  after the pause.
+  interpreter); one line at a time is emptied to its indentation (an edit), the person reads
+  for `--read-s`, and asks (Invoked) there, place after place through the file. Reported: time
+  to a suggestion for the file's first ask and the later ones, the share of the prompt
+  evaluated, and exact matches of the line.
+- typing: at a few lines, the first half of the line is typed at `--key-ms` a key as VS Code
+  sends it (an edit and an Automatic request a key, the previous request cancelled), then the
+  person pauses. Reported: suggestions shown while typing (answered before the next key) and
+  the time from the last key to its suggestion.
+
+spec-lsp runs as the language server runs it (bench/in_process.py: its scheduler, the prewarm
+of an edited place, idle work while the person reads); plain llama-cpp-python's turns pause it.
 
     .venv/bin/python -m spec_lsp.bench.places [--places 6] [--typing 3] [--files textwrap.py]
 """
@@ -20,24 +23,23 @@ the end of the line), in the same run, the two taking turns first.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import hashlib
 import os
 import random
 import statistics
 import sysconfig
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from spec_lsp.bench.common import ROOT, log, write_results
+from spec_lsp.bench.in_process import Server
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, Completion, CompletionRequest, build_engine
+from spec_lsp.engine import Completion, build_engine
 from spec_lsp.engine.backends.llama import plain_llama
 from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.types import Cancelled
 from spec_lsp.prompts import fim, window
 
 FILES = ["textwrap.py", "shlex.py"]
@@ -49,8 +51,7 @@ class Ask:
     line: int
     order: int  # 0: the file's first ask
     expected: str
-    spec_s: float = 0.0  # to the first answer (early or whole)
-    spec_total_s: float = 0.0  # to the whole generation's end
+    spec_s: float = 0.0  # to the answer (the server's first answer)
     spec_text: str = ""
     prompt_tokens: int = 0
     prompt_evaluated: int = 0
@@ -136,61 +137,38 @@ class Plain:
         return out["choices"][0]["text"], time.perf_counter() - started
 
 
-def spec_ask(engine: Engine, request: CompletionRequest) -> tuple[Completion, float, float]:
-    """(completion, seconds to its first answer, seconds to the end of the generation)."""
-    started = time.perf_counter()
-    first: list[float] = []
-    completion = engine.complete(
-        request, CancelToken(), reply=lambda _c: first.append(time.perf_counter() - started)
-    )
-    total = time.perf_counter() - started
-    return completion, (first[0] if first else total), total
-
-
 def first_line(text: str) -> str:
     return text.split("\n")[0].strip()
 
 
-def read(engine: Engine, seconds: float) -> None:
-    """The person reads for `seconds`: the server has idle time (the file prefix grows), as
-    the language server gives it after 0.3 s without a request or an edit; plain
-    llama-cpp-python has nothing to do meanwhile."""
-    if seconds <= 0:
-        return
-    cancel = CancelToken()
-    worker = threading.Thread(target=engine.grow_file_prefix, args=(cancel,))
-    worker.start()
-    worker.join(seconds)
-    cancel.cancel("the person asks")
-    worker.join()
-
-
-def run_places(
-    engine: Engine, plain: Plain, name: str, n: int, seed: int, read_s: float = 0.0
+async def run_places(
+    server: Server, plain: Plain, name: str, n: int, seed: int, read_s: float = 0.0
 ) -> list[Ask]:
+    """At each place: the line emptied (an edit), `read_s` of reading, then an Invoked request,
+    and plain llama-cpp-python at the same place (the two take turns going first)."""
     text = stdlib(name)
     uri = f"file:///bench/{read_s:g}/{name}"  # a document of its own per reading time
     asks = []
     for order, line in enumerate(places(text, n, seed)):
         prefix, suffix, expected = emptied(text, line)
-        engine.document_changed(uri, prefix + suffix)
-        request = CompletionRequest(
-            prefix, suffix, document_id=uri, file_name=name, language="python"
-        )
+        request = server.request(uri, name, prefix, suffix)
         ask = Ask(name, line + 1, order, expected, read_s=read_s if order else 0.0)
-        read(engine, ask.read_s)
+        server.edit(request)
+        await server.read(ask.read_s)
         for who in ("spec", "plain") if order % 2 == 0 else ("plain", "spec"):
             if who == "spec":
-                completion, ask.spec_s, ask.spec_total_s = spec_ask(engine, request)
-                ask.spec_text = completion.text
-                ask.prompt_tokens = completion.stats.prompt_tokens
-                ask.prompt_evaluated = completion.stats.prompt_tokens_evaluated
-                ask.cache = completion.stats.cache
+                completion, ask.spec_s = await server.ask(request)
+                if completion is not None:
+                    ask.spec_text = completion.text
+                    ask.prompt_tokens = completion.stats.prompt_tokens
+                    ask.prompt_evaluated = completion.stats.prompt_tokens_evaluated
+                    ask.cache = completion.stats.cache
             else:
-                ask.plain_text, ask.plain_s = plain.complete(prefix, suffix)
+                async with server.paused():
+                    ask.plain_text, ask.plain_s = plain.complete(prefix, suffix)
         log(
-            f"{name}:{ask.line} spec {ask.spec_s:6.2f}s (whole {ask.spec_total_s:5.2f}s, "
-            f"prompt {ask.prompt_evaluated}/{ask.prompt_tokens} {ask.cache}) "
+            f"{name}:{ask.line} spec {ask.spec_s:6.2f}s "
+            f"(prompt {ask.prompt_evaluated}/{ask.prompt_tokens} {ask.cache}) "
             f"plain {ask.plain_s:6.2f}s  "
             f"{first_line(ask.spec_text) == expected}/{first_line(ask.plain_text) == expected}"
         )
@@ -198,8 +176,8 @@ def run_places(
     return asks
 
 
-def run_typing(
-    engine: Engine,
+async def run_typing(
+    server: Server,
     plain: Plain,
     name: str,
     n: int,
@@ -207,73 +185,52 @@ def run_typing(
     seed: int,
     read_s: float = 0.0,
 ) -> list[Typed]:
-    """Read the file for `read_s`, then at each line: type its first half key by key (a request
-    each, cancelling the previous), pause and ask."""
+    """At each line: the line emptied, `read_s` of reading, then its first half typed key by
+    key as VS Code sends it (an edit and an Automatic request a key, the previous request
+    cancelled with $/cancelRequest). A key's suggestion is shown if answered before the next
+    key; the last key's request is the one the person waits for when they pause."""
     text = stdlib(name)
     uri = f"file:///bench/typing/{read_s:g}/{name}"
-    worker = ThreadPoolExecutor(max_workers=1)
     results = []
     for line in places(text, n, seed + 1):
         _prefix, _suffix, expected = emptied(text, line)
         half = expected[: max(2, len(expected) // 2)]
         typed = Typed(name, line + 1, len(half), read_s=read_s)
-        engine.document_changed(uri, "".join(emptied(text, line)[:2]))
-        read(engine, read_s)
-        previous: CancelToken | None = None
+        server.edit(server.request(uri, name, *emptied(text, line)[:2]))
+        await server.read(read_s)
+        task: asyncio.Task[tuple[Completion | None, float]] | None = None
         for k in range(1, len(half) + 1):
             prefix, suffix, _ = emptied(text, line, half[:k])
-            engine.document_changed(uri, prefix + suffix)
-            request = CompletionRequest(
-                prefix, suffix, document_id=uri, file_name=name, language="python"
-            )
-            if previous is not None:
-                previous.cancel("keystroke")
-            key_started = time.perf_counter()
-            shown = threading.Event()
-            hit = engine.peek(request)
-            if hit is not None and hit.text:
-                shown.set()
-            else:
-                token = previous = CancelToken()
-                worker.submit(_background, engine, request, token, shown)
-            time.sleep(max(0.0, key_s - (time.perf_counter() - key_started)))
-            typed.outcomes.append("shown" if shown.is_set() else "-")
-            typed.shown_while_typing += shown.is_set()
-        if previous is not None:
-            previous.cancel("pause")
-        worker.submit(lambda: None).result()  # the last keystroke's generation has stopped
+            request = server.request(uri, name, prefix, suffix)
+            server.edit(request)
+            if task is not None and not task.done():
+                task.cancel()  # $/cancelRequest
+            task = asyncio.ensure_future(server.ask(request, invoked=False))
+            await asyncio.sleep(key_s)
+            if k < len(half):
+                shown = _shown(task)
+                typed.outcomes.append("shown" if shown else "-")
+                typed.shown_while_typing += shown
+        assert task is not None
+        completion, typed.spec_after_pause_s = await task  # from the last key
+        typed.outcomes.append("pause:" + ("shown" if completion and completion.text else "-"))
         prefix, suffix, _ = emptied(text, line, half)
-        request = CompletionRequest(
-            prefix, suffix, document_id=uri, file_name=name, language="python"
-        )
-        _completion, typed.spec_after_pause_s, _total = spec_ask(engine, request)
-        _text, typed.plain_after_pause_s = plain.complete(prefix, suffix)
+        async with server.paused():
+            _text, typed.plain_after_pause_s = plain.complete(prefix, suffix)
         log(
-            f"typing {name}:{typed.line}: shown {typed.shown_while_typing}/{typed.keys} keys; "
+            f"typing {name}:{typed.line}: shown {typed.shown_while_typing}/{typed.keys - 1} keys; "
             f"after the pause spec {typed.spec_after_pause_s:.2f}s, "
             f"plain {typed.plain_after_pause_s:.2f}s"
         )
         results.append(typed)
-    worker.shutdown()
     return results
 
 
-def _background(
-    engine: Engine, request: CompletionRequest, token: CancelToken, shown: threading.Event
-) -> None:
-    if token.cancelled:
-        return
-
-    def reply(completion: Completion) -> None:
-        if completion.text:
-            shown.set()
-
-    try:
-        completion = engine.complete(request, token, reply=reply)
-    except Cancelled:
-        return
-    if completion.text and not token.cancelled:
-        shown.set()
+def _shown(task: asyncio.Task[tuple[Completion | None, float]]) -> bool:
+    if not task.done() or task.cancelled():
+        return False
+    completion, _seconds = task.result()
+    return completion is not None and bool(completion.text)
 
 
 def median(values: list[float]) -> float:
@@ -396,6 +353,11 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="another engine setting, e.g. answer_budget_ms=0",
     )
+    parser.add_argument(
+        "--no-prewarm",
+        action="store_true",
+        help="the server without its prewarm of an edited place (to measure what it does)",
+    )
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "places.md"))
     args = parser.parse_args()
     extra: dict[str, Any] = {}
@@ -408,14 +370,9 @@ def main() -> None:
     assert engine.loaded is not None
     path = engine.loaded.target.info.path
     plain = Plain(engine, path, settings)
-    asks: list[Ask] = []
-    typing: list[Typed] = []
-    for read_s in args.read_s:
-        for name in args.files:
-            asks += run_places(engine, plain, name, args.places, args.seed, read_s)
-            typing += run_typing(
-                engine, plain, name, args.typing, args.key_ms / 1000, args.seed, read_s
-            )
+    asks, typing = asyncio.run(
+        measure(Server(engine, settings, prewarm=not args.no_prewarm), plain, args)
+    )
     digests = ", ".join(
         f"{name} {hashlib.sha256(stdlib(name).encode()).hexdigest()[:12]}" for name in args.files
     )
@@ -442,10 +399,28 @@ def main() -> None:
     plot([asdict(a) for a in asks], out.with_suffix(".png"))
 
 
+async def measure(
+    server: Server, plain: Plain, args: argparse.Namespace
+) -> tuple[list[Ask], list[Typed]]:
+    asks: list[Ask] = []
+    typing: list[Typed] = []
+    try:
+        for read_s in args.read_s:
+            for name in args.files:
+                asks += await run_places(server, plain, name, args.places, args.seed, read_s)
+                typing += await run_typing(
+                    server, plain, name, args.typing, args.key_ms / 1000, args.seed, read_s
+                )
+    finally:
+        server.close()
+    return asks, typing
+
+
 def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown = [f"--places {args.places}", f"--typing {args.typing}"]
     shown += [f"--read-s {' '.join(f'{r:g}' for r in args.read_s)}"]
     shown += [f"--setting {s}" for s in args.setting]
+    shown += ["--no-prewarm"] if args.no_prewarm else []
     return shown
 
 

@@ -1,0 +1,72 @@
+"""The language server's scheduling, in process, for benchmarks of what a person waits for.
+
+What handlers.py does, without the wire: an edit updates the engine's copy of the text and asks
+for a prewarm of the edited place (evaluated once nothing has happened for a moment); a request
+goes through the server's scheduler (typed-through cache, a running generation's text, the first
+answer, idle work after it). `Server.paused()` stops all of it while another engine (plain
+llama-cpp-python, in the same process) takes its turn on the same cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from spec_lsp.config import Settings
+from spec_lsp.engine import Completion, CompletionRequest, SamplingParams
+from spec_lsp.engine.engine import Engine
+from spec_lsp.server.scheduler import Scheduler
+
+
+class Server:
+    def __init__(self, engine: Engine, settings: Settings, *, prewarm: bool = True) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.prewarm = prewarm
+        self.scheduler = Scheduler(engine)
+
+    def request(self, uri: str, name: str, prefix: str, suffix: str) -> CompletionRequest:
+        settings = self.settings
+        return CompletionRequest(
+            prefix,
+            suffix,
+            document_id=uri,
+            file_name=name,
+            language="python",
+            max_tokens=settings.max_tokens,
+            sampling=SamplingParams(
+                settings.temperature, settings.top_k, settings.top_p, settings.seed
+            ),
+        )
+
+    def edit(self, request: CompletionRequest) -> None:
+        """didChange with the cursor left at the request's place (handlers.document_changed)."""
+        self.engine.document_changed(request.document_id, request.prefix + request.suffix)
+        if self.prewarm:
+            self.scheduler.prewarm(request)
+
+    async def ask(
+        self, request: CompletionRequest, *, invoked: bool = True
+    ) -> tuple[Completion | None, float]:
+        """(the answer, seconds to it): what the editor shows and when."""
+        started = time.perf_counter()
+        completion = await self.scheduler.complete(request, invoked=invoked)
+        return completion, time.perf_counter() - started
+
+    @asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        """No work of this server on the cores inside (generations, prewarm, idle work)."""
+        await self.scheduler.hold()
+        try:
+            yield
+        finally:
+            self.scheduler.release()
+
+    async def read(self, seconds: float) -> None:
+        """The person reads: the server has the time to itself."""
+        await asyncio.sleep(seconds)
+
+    def close(self) -> None:
+        self.scheduler.join()
