@@ -143,7 +143,11 @@ class Scheduler:
         self, request: CompletionRequest, token: CancelToken, running: Job | None
     ) -> Outcome:
         if running is not None:  # the running generation may write what this one typed
-            line = await self._follow_in_flight(request, running[0])
+            try:
+                line = await self._follow_in_flight(request, running[0])
+            except asyncio.CancelledError:  # $/cancelRequest: as for a request of its own
+                self._grace(request.document_id, running[1])
+                raise
             if line is not None:  # a complete line of it, before the generation ends
                 return line, "typed_through"
             cached = self.engine.peek(request)

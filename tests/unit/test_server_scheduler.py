@@ -220,6 +220,21 @@ async def test_the_next_keys_request_takes_over_a_cancelled_requests_generation(
     engine.release.set()
 
 
+async def test_a_generation_whose_followers_are_all_cancelled_stops_after_the_grace(
+    engine, scheduler
+):
+    engine.in_flight = "a"
+    first = asyncio.ensure_future(scheduler.complete(req("a")))
+    await until(lambda: engine.started == ["a"])
+    first.cancel()
+    typed = asyncio.ensure_future(scheduler.complete(req("ab")))  # takes the generation over
+    await asyncio.sleep(0.05)
+    typed.cancel()  # and is cancelled too (Escape): nobody waits for the generation now
+    with pytest.raises(asyncio.CancelledError):
+        await typed
+    await until(lambda: engine.cancelled == ["a"], timeout=CANCEL_GRACE_S + 1.0)
+
+
 async def test_a_generation_that_writes_something_else_is_stopped_for_the_new_key(
     engine, scheduler
 ):
