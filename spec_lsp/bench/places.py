@@ -55,6 +55,7 @@ class Ask:
     spec_text: str = ""
     prompt_tokens: int = 0
     prompt_evaluated: int = 0
+    prompt_s: float = 0.0  # spec-lsp's prompt evaluation
     cache: str = ""  # how spec-lsp's prompt was served (file_prefix: from the file prefix)
     read_s: float = 0.0  # idle time before the ask (the person reading)
     plain_s: float = 0.0
@@ -162,13 +163,15 @@ async def run_places(
                     ask.spec_text = completion.text
                     ask.prompt_tokens = completion.stats.prompt_tokens
                     ask.prompt_evaluated = completion.stats.prompt_tokens_evaluated
+                    ask.prompt_s = completion.stats.prompt_seconds
                     ask.cache = completion.stats.cache
             else:
                 async with server.paused():
                     ask.plain_text, ask.plain_s = plain.complete(prefix, suffix)
         log(
             f"{name}:{ask.line} spec {ask.spec_s:6.2f}s "
-            f"(prompt {ask.prompt_evaluated}/{ask.prompt_tokens} {ask.cache}) "
+            f"(prompt {ask.prompt_evaluated}/{ask.prompt_tokens} in {ask.prompt_s:.2f}s "
+            f"{ask.cache}) "
             f"plain {ask.plain_s:6.2f}s  "
             f"{first_line(ask.spec_text) == expected}/{first_line(ask.plain_text) == expected}"
         )

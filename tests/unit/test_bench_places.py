@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from spec_lsp.bench.places import Ask, Typed, emptied, places, render
+import pytest
+
+from spec_lsp.bench.in_process import Server
+from spec_lsp.bench.places import Ask, Typed, emptied, places, render, run_places, run_typing
+from spec_lsp.config import Settings
+from spec_lsp.engine import build_engine
 
 TEXT = "\n".join(
     [f"# header {i}" for i in range(10)]
@@ -61,3 +66,54 @@ def test_the_report_compares_first_and_later_asks_with_plain():
     assert "| later places, after reading 15 s | 1 | 0.50 |" in table
     assert "| 0.50x | 25% | 1 | 1 / 1 |" in table
     assert "| 1 | 10 | 4 | 0.20 | 1.00 | 0.20x |" in table
+
+
+# -- the server in process (bench/in_process.py), on the fake model ------------------------------
+class StubPlain:
+    """Plain llama-cpp-python's turn: only checks that the server is held meanwhile."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.turns = 0
+
+    def complete(self, prefix: str, suffix: str) -> tuple[str, float]:
+        assert self.server.scheduler.held  # nothing of spec-lsp's runs beside it
+        self.turns += 1
+        return "", 1.0
+
+
+def serve(prewarm: bool) -> Server:
+    settings = Settings(precompute=False, file_prefix_tokens=0)
+    engine = build_engine(settings, backend="fake")
+    engine.load()
+    return Server(engine, settings, prewarm=prewarm)
+
+
+@pytest.mark.parametrize("prewarm", [True, False])
+async def test_a_place_edited_then_read_is_prewarmed_as_the_server_does(prewarm):
+    server = serve(prewarm)
+    plain = StubPlain(server)
+    try:
+        asks = await run_places(server, plain, "textwrap.py", 3, seed=0, read_s=0.5)  # type: ignore[arg-type]
+    finally:
+        server.close()
+    assert plain.turns == 3 and all(a.prompt_tokens > 100 for a in asks)
+    later = [a.prompt_evaluated for a in asks[1:]]
+    if prewarm:  # evaluated while the person read: the ask evaluates its last token only
+        assert later == [1, 1]
+    else:
+        assert all(n > 50 for n in later)
+
+
+async def test_typing_is_sent_as_vs_code_sends_it_and_the_pause_is_answered():
+    server = serve(prewarm=True)
+    plain = StubPlain(server)
+    try:
+        typed = await run_typing(server, plain, "textwrap.py", 1, 0.05, seed=0, read_s=0.5)  # type: ignore[arg-type]
+    finally:
+        server.close()
+    (line,) = typed
+    assert len(line.outcomes) == line.keys and line.outcomes[-1].startswith("pause:")
+    assert line.spec_after_pause_s > 0 and line.plain_after_pause_s == 1.0
+    counts = server.scheduler.counts
+    assert counts["requests"] == line.keys  # one Automatic request a key
