@@ -70,6 +70,7 @@ class Scheduler:
         self.loading = 0  # model loads queued or running
         self.first_load = True  # the load `initialized` starts has not ended yet
         self.held = False  # hold(): no background or idle work starts
+        self._pending_prewarm: tuple[CompletionRequest, CancelToken] | None = None
 
     async def run(self, job: Callable[[], T]) -> T:
         """Run any other engine call (load, settings) on the worker thread, in order."""
@@ -246,8 +247,14 @@ class Scheduler:
 
     def _start_idle(self) -> None:
         self._idle_timer = None
-        if self.closed or self.held or self._queued or self._live or not self.engine.idle_work:
+        if self.closed or self.held or self._queued or self._live:
             return  # busy: the work that keeps it busy calls _idle_soon when it ends
+        pending, self._pending_prewarm = self._pending_prewarm, None
+        if pending is not None and not pending[1].cancelled:
+            self._start_prewarm(*pending)  # an edit's prewarm the worker was too busy for
+            return
+        if not self.engine.idle_work:
+            return
         token = self._idle = CancelToken()
 
         def job() -> None:
@@ -346,7 +353,8 @@ class Scheduler:
 
     def prewarm(self, request: CompletionRequest) -> None:
         """After an edit: once nothing has happened for PREWARM_DELAY_S (no newer edit, no
-        request, the worker idle), evaluate the prompt for the edited place. Any request or
+        request), evaluate the prompt for the edited place; with the worker busy (the last
+        suggestion's generation going on behind it), once the worker is free. Any request or
         edit cancels it."""
         if self.closed or not self.engine.ready:
             return
@@ -357,8 +365,11 @@ class Scheduler:
         self._loop.call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
 
     def _start_prewarm(self, request: CompletionRequest, token: CancelToken) -> None:
-        if token.cancelled or self.closed or self.held or self._queued or self._live:
-            return  # something newer, or the worker busy: the request itself will do it
+        if token.cancelled or self.closed or self.held:
+            return  # something newer
+        if self._queued or self._live:  # the worker is busy: once it is free (idle work)
+            self._pending_prewarm = (request, token)
+            return
 
         def job() -> None:
             if token.cancelled:

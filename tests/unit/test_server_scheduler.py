@@ -266,6 +266,18 @@ async def test_held_the_worker_stops_and_starts_nothing_until_released(engine, s
     await until(lambda: engine.prewarmed == ["c"])
 
 
+async def test_an_edits_prewarm_waits_for_a_busy_worker_then_runs(engine, scheduler):
+    """The last suggestion's generation going on behind its answer does not lose the prewarm
+    of the place edited meanwhile."""
+    running = asyncio.ensure_future(scheduler.complete(req("early")))
+    assert (await asyncio.wait_for(running, 1)).text == "<first line>"  # answered, goes on
+    scheduler.prewarm(req("b"))
+    await asyncio.sleep(PREWARM_DELAY_S + 0.1)
+    assert engine.prewarmed == []  # the worker is busy
+    engine.release.set()
+    await until(lambda: engine.prewarmed == ["b"])
+
+
 async def test_an_engine_bug_is_an_empty_answer_and_the_server_goes_on(engine, scheduler):
     assert await scheduler.complete(req("crash")) is None
     assert scheduler.counts["errors"] == 1
