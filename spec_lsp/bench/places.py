@@ -81,6 +81,8 @@ def stdlib(name: str) -> str:
 def places(text: str, n: int, seed: int) -> list[int]:
     """Code lines worth completing, spread through the file (in file order, then shuffled so
     the person jumps about as one does)."""
+    if n <= 0:
+        return []
     lines = text.split("\n")
     candidates = [
         i
