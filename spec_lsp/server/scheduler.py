@@ -6,9 +6,11 @@ Every request gets exactly one answer:
   supersedes it (it is the editor's keystroke, not a cancellation: the editor did not ask). A
   request the person asked for (Invoked) while the model loads waits for the load, at most
   INVOKED_LOAD_WAIT_S; one the editor sent as they typed (Automatic) does not wait;
-- pygls' RequestCancelled error after `$/cancelRequest`, which cancels the handler's task; the
-  task's CancelToken fires too, so a decode already running stops at its next round. (pygls
-  also cancels every pending request at `shutdown`.)
+- pygls' RequestCancelled error after `$/cancelRequest`, which cancels the handler's task. A
+  decode already running goes on for CANCEL_GRACE_S, in case the next keystroke's request typed
+  into what it writes (VS Code cancels each key's request as it sends the next) and takes it
+  over; otherwise its CancelToken fires then and it stops at its next round. (pygls also
+  cancels every pending request at `shutdown`.)
 
 At most one request per document waits for the worker: a newer one answers the waiting one
 empty at once, without running it. The event loop never waits on the engine, so initialize,
