@@ -251,6 +251,7 @@ class Engine:
         stats = DecodeStats(drafter=self.settings.drafter)
         first = self._first_answer(request, multiline, stats, reply)
         if self.remote is not None:
+            stats.cache, stats.engine = kind or "remote", "remote"  # (as a first answer says)
             return self._complete_remote(self.remote, request, cancel, kind, first)
         loaded, prompts = self._require_loaded()
         prompt = self._prompt(loaded, prompts, request)  # prompt
@@ -258,6 +259,7 @@ class Engine:
             stats.stop_reason = "empty_prompt"
             return Completion(text="", stats=stats)
         reused = self._prepare_caches(loaded, request.document_id, prompt)  # caches
+        stats.cache = kind or reused  # (a first answer tells it; completed at the end)
         self.in_flight.track(request, "")  # a key typed meanwhile may wait for what it writes
         try:
             tokens = self._decode(loaded, prompts, request, prompt, multiline, cancel, stats, first)
@@ -283,7 +285,10 @@ class Engine:
 
         def early(text: str) -> None:
             assert reply is not None
-            reply(Completion(text=text, stats=replace(stats, stop_reason="first_answer")))
+            cache = stats.cache or reuse_kind(stats)  # (the prompt is evaluated by now)
+            reply(
+                Completion(text=text, stats=replace(stats, stop_reason="first_answer", cache=cache))
+            )
 
         budget_s = self.settings.answer_budget_ms / 1000
         return FirstAnswer(early if reply and budget_s else None, budget_s=budget_s, show=show)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import Cancelled, CancelToken, CompletionRequest, build_engine
+from spec_lsp.engine import Cancelled, CancelToken, Completion, CompletionRequest, build_engine
 from spec_lsp.engine.prompt import split_for_typing
 
 SUFFIX = "\n\nprint(foo(3))\n"
@@ -192,3 +192,13 @@ def test_a_complete_line_of_the_running_generation_answers_a_request_typed_into_
     assert engine.from_in_flight(req("import sys\n\ndef fox")) is None  # typed something else
     engine.in_flight.clear()
     assert engine.from_in_flight(req("import sys\n\ndef foo")) is None
+
+
+def test_a_first_answer_tells_how_its_prompt_was_served(engine):
+    """The answer the editor gets first (at the first complete line) says where its prompt came
+    from, as the whole completion does (it said 'none' before the generation had ended)."""
+    engine.loaded.target.delay_s = 0.03  # decoding takes time: the first line is sent early
+    early: list[Completion] = []
+    whole = engine.complete(req("class Po", ""), CancelToken(), reply=early.append)
+    assert early, "no first answer before the generation ended"
+    assert early[0].stats.cache == whole.stats.cache == "cold"
