@@ -207,6 +207,22 @@ async function ghostText(page) {
   });
 }
 
+/** The ghost text once it has not changed for 500 ms (at most 3 s after `first`). */
+async function settledGhost(page, first) {
+  let last = first;
+  let since = Date.now();
+  const end = Date.now() + 3_000;
+  while (Date.now() < end && Date.now() - since < 500) {
+    await sleep(100);
+    const now = (await ghostText(page)) ?? last;
+    if (JSON.stringify(now) !== JSON.stringify(last)) {
+      last = now;
+      since = Date.now();
+    }
+  }
+  return last;
+}
+
 async function statusText(page) {
   return page.evaluate(() => {
     const item = [...document.querySelectorAll('.statusbar-item')].find((e) => (e.id || '').includes('specLsp.status'));
@@ -248,7 +264,10 @@ async function ghostStep(page, file, name, act, serverLog) {
     return null;
   }, TIMEOUT_S * 1000, 250);
   step.ghost_s = (Date.now() - t0) / 1000;
-  step.ghost = { inline: clean(ghost.inline), lines: ghost.lines.map(clean) };
+  // VS Code draws a multi-line suggestion's further lines a moment after its first line: what
+  // Tab accepts is the ghost text once it has stopped changing.
+  const settled = await settledGhost(page, ghost);
+  step.ghost = { inline: clean(settled.inline), lines: settled.lines.map(clean) };
   log(`ghost text (${name}):`, JSON.stringify(step.ghost), `(after ${step.ghost_s}s)`);
   const timing = await keyToGhost(page);
   step.key_to_ghost_s = timing?.key_to_ghost_s ?? null;
