@@ -99,9 +99,7 @@ def request_at(location: str, settings: Settings) -> CompletionRequest:
         file_name=Path(path).name,
         language=LANGUAGES.get(Path(path).suffix, ""),
         max_tokens=settings.max_tokens,
-        sampling=SamplingParams(
-            settings.temperature, settings.top_k, settings.top_p, settings.seed
-        ),
+        sampling=SamplingParams.from_settings(settings),
     )
 
 

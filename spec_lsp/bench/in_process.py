@@ -28,17 +28,14 @@ class Server:
         self.scheduler = Scheduler(engine)
 
     def request(self, uri: str, name: str, prefix: str, suffix: str) -> CompletionRequest:
-        settings = self.settings
         return CompletionRequest(
             prefix,
             suffix,
             document_id=uri,
             file_name=name,
             language="python",
-            max_tokens=settings.max_tokens,
-            sampling=SamplingParams(
-                settings.temperature, settings.top_k, settings.top_p, settings.seed
-            ),
+            max_tokens=self.settings.max_tokens,
+            sampling=SamplingParams.from_settings(self.settings),
         )
 
     def edit(self, request: CompletionRequest) -> None:

@@ -8,7 +8,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spec_lsp.config import Settings
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,10 @@ class SamplingParams:
     @property
     def greedy(self) -> bool:
         return self.temperature <= 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SamplingParams:
+        return cls(settings.temperature, settings.top_k, settings.top_p, settings.seed)
 
 
 @dataclass(frozen=True)

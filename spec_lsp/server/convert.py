@@ -100,9 +100,7 @@ def to_request(
         file_name=document.filename or "",
         language=document.language_id or "",
         max_tokens=settings.max_tokens,
-        sampling=SamplingParams(
-            settings.temperature, settings.top_k, settings.top_p, settings.seed
-        ),
+        sampling=SamplingParams.from_settings(settings),
         version=document.version or 0,
     )
 
