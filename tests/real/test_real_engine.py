@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, Aborted, sync
 from spec_lsp.engine.backends.llama import LlamaModel
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.model import ModelDrafter
@@ -170,8 +171,8 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
         rows: dict[int, np.ndarray] = {}  # position -> the target's verify row predicting it
         evaluate = target.evaluate
 
-        def verify_rows(tokens, *, logits_from):
-            out = evaluate(tokens, logits_from=logits_from)
+        def verify_rows(tokens, *, logits_from, **kwargs):
+            out = evaluate(tokens, logits_from=logits_from, **kwargs)
             if len(tokens) > 1 and logits_from == 0:  # a verify batch
                 for i, row in enumerate(out):
                     rows[len(target.tokens) - len(tokens) + i + 1] = row
@@ -211,3 +212,31 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
     finally:
         for model in (target, draft_model, reference):
             model.close()
+
+
+def test_an_abort_stops_the_batch_being_computed_and_keeps_the_ones_before(smollm2_path):
+    """The abort check is polled while llama.cpp computes: the chunk it stops is dropped from
+    the KV cache, the chunks before stay, and evaluation resumes from them with the logits a
+    run without the abort gives."""
+    model = LlamaModel(str(smollm2_path), n_ctx=1024, threads=2)
+    try:
+        tokens = model.tokenize(PROMPT * 8)[:400]
+        assert len(tokens) == 400
+        reference, _ = sync(model, tokens, chunk=ABORTABLE_CHUNK)
+        model.truncate(0)
+        polls = 0
+
+        def abort() -> bool:  # says stop a few polls into the second chunk's computation
+            nonlocal polls
+            polls += len(model.tokens) >= ABORTABLE_CHUNK
+            return polls > 3
+
+        token = CancelToken()
+        with pytest.raises(Aborted):
+            sync(model, tokens, check=token.raise_if_cancelled, chunk=ABORTABLE_CHUNK, abort=abort)
+        assert model.tokens == tokens[:ABORTABLE_CHUNK]  # not 256: stopped inside the chunk
+        logits, evaluated = sync(model, tokens, chunk=ABORTABLE_CHUNK)
+        assert evaluated == 400 - ABORTABLE_CHUNK
+        np.testing.assert_allclose(logits, reference, atol=1e-3)
+    finally:
+        model.close()

@@ -3,6 +3,7 @@ sampling keeps the target's distribution exactly."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec_lsp.engine.backends.base import sync
+from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, sync
 from spec_lsp.engine.backends.fake import FakeModel, hashed_noise
 from spec_lsp.engine.decode.speculative import DecodeJob, generate, verify
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
@@ -174,6 +175,39 @@ def test_cancellation_between_rounds():
             rng=np.random.default_rng(0),
             stats=DecodeStats(),
         )
+
+
+def test_a_cancel_stops_the_prompt_chunk_being_computed():
+    """A request's prompt is evaluated in large chunks, and a cancel stops the one being
+    computed (nobody waits for it: a newer key typed into the generation takes it over rather
+    than cancelling it), with the cancel's reason; the chunks done before stay cached."""
+    target = fake_target()
+    target.delay_s = 0.05  # a model call's compute, during which the abort check is polled
+    prompt = [1 + i % (VOCAB - 1) for i in range(3 * ABORTABLE_CHUNK)]
+    token = CancelToken()
+    calls = 0
+    evaluate = target.evaluate
+
+    def counted(tokens, **kwargs):  # the second chunk is cancelled while it computes
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            threading.Timer(0.01, token.cancel, ("a newer request elsewhere",)).start()
+        return evaluate(tokens, **kwargs)
+
+    target.evaluate = counted  # type: ignore[method-assign]
+    with pytest.raises(Cancelled, match="a newer request elsewhere"):
+        generate(
+            target,
+            None,
+            FixedPolicy(0),
+            DecodeJob(prompt, 10, SamplingParams(), frozenset()),
+            cancel=token,
+            rng=np.random.default_rng(0),
+            stats=DecodeStats(),
+        )
+    assert (calls, target.aborted) == (2, 1)
+    assert target.tokens == prompt[:ABORTABLE_CHUNK]
 
 
 def test_a_draft_model_catching_up_stops_at_a_cancel():

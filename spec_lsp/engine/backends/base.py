@@ -13,7 +13,17 @@ from typing import Protocol
 
 import numpy as np
 
-from spec_lsp.engine.types import EngineError
+from spec_lsp.engine.types import Cancelled, EngineError
+
+Abort = Callable[[], bool]  # polled while the model computes: True stops the evaluation
+# chunk size for abortable evaluation: Qwen2.5-Coder-1.5B on 2 cores evaluated a 512-token
+# prompt at 77 tok/s in 16-token chunks, 90 in 64, 93 in 128 and 256, 91.5 in one batch;
+# an abort loses at most this many tokens of work
+ABORTABLE_CHUNK = 128
+
+
+class Aborted(Cancelled):
+    """An evaluation stopped by its `abort` check while the model computed."""
 
 
 @dataclass(frozen=True)
@@ -53,12 +63,23 @@ class ModelBackend(Protocol):
     @property
     def n_ctx(self) -> int: ...
 
+    @property
+    def n_batch(self) -> int:
+        """The most tokens one model call evaluates at once."""
+        ...
+
     def tokenize(self, text: str, *, special: bool = False) -> list[int]: ...
 
     def token_bytes(self, token: int) -> bytes: ...
 
-    def evaluate(self, tokens: Sequence[int], *, logits_from: int) -> np.ndarray:
-        """Append `tokens` to the cache; return logits rows for tokens[logits_from:]."""
+    def evaluate(
+        self, tokens: Sequence[int], *, logits_from: int, abort: Abort | None = None
+    ) -> np.ndarray:
+        """Append `tokens` to the cache; return logits rows for tokens[logits_from:].
+
+        With `abort`, polled while the model computes: once it says True the call stops and
+        raises `Aborted`; the cache keeps the batches finished before (none of the one stopped).
+        """
         ...
 
     def truncate(self, n_keep: int) -> None:
@@ -100,6 +121,7 @@ def sync(
     *,
     check: Callable[[], None] | None = None,
     chunk: int = 64,
+    abort: Abort | None = None,
 ) -> tuple[np.ndarray, int]:
     """Make the cache hold exactly `tokens`, evaluating only what differs from what it holds.
 
@@ -107,6 +129,11 @@ def sync(
     last token is evaluated (its logits are not kept), so this is never a no-op. Long prompts
     are evaluated in chunks with `check()` (cancellation) between them; a cancelled prompt keeps
     what it evaluated, so the next request for the document starts from there.
+
+    With `abort` (work whose cancel means nobody wants the rest), polled while the model
+    computes, a cancel stops the chunk being computed (losing it) instead of waiting for its
+    end: then the chunks can be large, which evaluates faster (on a CPU a 512-token batch
+    runs a few % faster than 64-token ones, and 16-token ones lose a fifth).
     """
     if not tokens:
         raise ValueError("cannot sync an empty token sequence")
@@ -116,7 +143,13 @@ def sync(
     for start in range(0, len(rest) - 1, chunk):
         if check is not None:
             check()
-        model.evaluate(rest[start : min(start + chunk, len(rest) - 1)], logits_from=chunk)
+        piece = rest[start : min(start + chunk, len(rest) - 1)]
+        try:
+            model.evaluate(piece, logits_from=len(piece), abort=abort)
+        except Aborted:
+            if check is not None:
+                check()  # (the cancel's own reason)
+            raise
     if check is not None:
         check()
     logits = model.evaluate(rest[-1:], logits_from=0)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from spec_lsp.engine.backends.base import ModelInfo, Snapshot
+from spec_lsp.engine.backends.base import Abort, Aborted, ModelInfo, Snapshot
 
 SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>")
 EOS = 256
@@ -51,6 +51,7 @@ class FakeModel:
         self._n_ctx = n_ctx
         self.delay_s = delay_s
         self.evaluated = 0  # tokens evaluated in total (for cache tests)
+        self.aborted = 0  # evaluations stopped by their abort check
         self.info = ModelInfo(
             path=f"<{name}>",
             name=name,
@@ -78,9 +79,15 @@ class FakeModel:
     def token_bytes(self, token: int) -> bytes:
         return bytes([token]) if token < 256 else b""
 
-    def evaluate(self, tokens: Sequence[int], *, logits_from: int) -> np.ndarray:
-        if self.delay_s:
-            time.sleep(self.delay_s)
+    @property
+    def n_batch(self) -> int:
+        return 512
+
+    def evaluate(
+        self, tokens: Sequence[int], *, logits_from: int, abort: Abort | None = None
+    ) -> np.ndarray:
+        """(`delay_s` a call, as a model's compute: `abort` is polled through it)"""
+        self._compute(abort)
         rows = []
         for i, token in enumerate(tokens):
             self._tokens.append(int(token))
@@ -88,6 +95,17 @@ class FakeModel:
                 rows.append(self._logits_fn(self._tokens))
         self.evaluated += len(tokens)
         return np.asarray(rows, dtype=np.float32).reshape(len(rows), self.info.n_vocab)
+
+    def _compute(self, abort: Abort | None) -> None:
+        end = time.perf_counter() + self.delay_s
+        while True:
+            if abort is not None and abort():
+                self.aborted += 1
+                raise Aborted("aborted while the model computed")
+            left = end - time.perf_counter()
+            if left <= 0:
+                return
+            time.sleep(min(left, 0.005) if abort is not None else left)
 
     def truncate(self, n_keep: int) -> None:
         del self._tokens[n_keep:]

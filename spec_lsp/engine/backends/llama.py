@@ -24,10 +24,29 @@ from typing import Any
 import numpy as np
 
 from spec_lsp.engine.backends import threads as cpu_threads
-from spec_lsp.engine.backends.base import ModelInfo, Snapshot, check_model_file
+from spec_lsp.engine.backends.base import Abort, Aborted, ModelInfo, Snapshot, check_model_file
 from spec_lsp.engine.types import EngineError
 
 log = logging.getLogger(__name__)
+
+ABORTED = 2  # llama_decode's return code when its abort callback said stop
+_LOG_CALLBACK: list[Any] = []  # (kept alive: llama.cpp holds a pointer to it)
+
+
+def _route_llama_log(llama_cpp: Any) -> None:
+    """llama.cpp's own messages to this module's logger at debug level, once loaded (loading
+    keeps llama-cpp-python's, whose output is captured). Its callback writes errors to stderr
+    even when quiet, and an aborted decode (a cancelled prompt) logs one as routine."""
+    if _LOG_CALLBACK:
+        return
+
+    def forward(_level: int, text: bytes, _data: object) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("llama.cpp: %s", text.decode("utf-8", errors="replace").rstrip())
+
+    _LOG_CALLBACK.append(llama_cpp.llama_log_callback(forward))
+    llama_cpp.llama_log_set(_LOG_CALLBACK[0], ctypes.c_void_p(0))
+
 
 SPECIAL_ROLES = (
     "bos",
@@ -100,12 +119,18 @@ class LlamaModel:
                 "or of an architecture this llama.cpp does not support. Pull it again "
                 f"(`spec-lsp models pull`) or set `{what}` to another GGUF file."
             ) from exc
+        _route_llama_log(llama_cpp)
         self._ctx = self._llm._ctx.ctx
         self._model = self._llm._model.model
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._n_batch = n_batch
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        # llama.cpp polls this while it computes a batch; set only around an abortable call
+        # (each poll takes the GIL), to the `abort` of that call
+        self._abort: Abort | None = None
+        self._abort_callback = llama_cpp.ggml_abort_callback(self._poll_abort)
+        self._no_abort = llama_cpp.ggml_abort_callback()  # (a null pointer: no callback)
         self._tokens: list[int] = []
         self._pieces: dict[int, bytes] = {}
         self.threads = threads
@@ -120,6 +145,10 @@ class LlamaModel:
     def n_ctx(self) -> int:
         return int(self._lib.llama_n_ctx(self._ctx))
 
+    @property
+    def n_batch(self) -> int:
+        return self._n_batch
+
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         if not text:
             return []
@@ -132,7 +161,9 @@ class LlamaModel:
             self._pieces[token] = piece
         return piece
 
-    def evaluate(self, tokens: Sequence[int], *, logits_from: int) -> np.ndarray:
+    def evaluate(
+        self, tokens: Sequence[int], *, logits_from: int, abort: Abort | None = None
+    ) -> np.ndarray:
         if len(self._tokens) + len(tokens) > self.n_ctx:
             raise EngineError(
                 f"the prompt and completion need {len(self._tokens) + len(tokens)} tokens but the "
@@ -143,7 +174,10 @@ class LlamaModel:
             chunk = tokens[start : start + self._n_batch]
             n_out = self._fill_batch(chunk, start, logits_from)
             self._follow_free_cores()
-            rc = self._lib.llama_decode(self._ctx, self._batch)
+            rc = self._decode(abort)
+            if rc == ABORTED:
+                self._forget_after(len(self._tokens))
+                raise Aborted("aborted while the model computed")
             if rc != 0:
                 raise EngineError(
                     f"llama_decode failed (code {rc}) at position {len(self._tokens)}"
@@ -155,6 +189,31 @@ class LlamaModel:
                 )
                 rows.append(flat.reshape(n_out, self._n_vocab).copy())
         return np.concatenate(rows) if rows else np.zeros((0, self._n_vocab), dtype=np.float32)
+
+    def _decode(self, abort: Abort | None) -> int:
+        if abort is None:
+            return int(self._lib.llama_decode(self._ctx, self._batch))
+        if abort():
+            return ABORTED
+        self._abort = abort
+        self._lib.llama_set_abort_callback(self._ctx, self._abort_callback, None)
+        try:
+            return int(self._lib.llama_decode(self._ctx, self._batch))
+        finally:
+            self._lib.llama_set_abort_callback(self._ctx, self._no_abort, None)
+            self._abort = None
+
+    def _poll_abort(self, _data: object) -> bool:
+        abort = self._abort
+        return bool(abort is not None and abort())
+
+    def _forget_after(self, n_keep: int) -> None:
+        """After an aborted decode: llama.cpp drops the stopped batch's entries itself; make
+        sure nothing past what `tokens` says is left."""
+        memory = self._lib.llama_get_memory(self._ctx)
+        if not self._lib.llama_memory_seq_rm(memory, 0, n_keep, -1):
+            self._lib.llama_memory_clear(memory, True)
+            self._tokens = []
 
     def _follow_free_cores(self) -> None:
         if self._chooser is None:

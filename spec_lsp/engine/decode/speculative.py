@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from spec_lsp.engine import sampling
-from spec_lsp.engine.backends.base import ModelBackend, sync
+from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
 from spec_lsp.engine.policy.adaptive import DraftPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
@@ -93,8 +93,14 @@ def generate(
 ) -> list[int]:
     """Generate up to job.max_tokens tokens after job.prompt; return them (stop token excluded)."""
     started = time.perf_counter()
+    # a cancel here means nobody waits for this prompt (a newer key typed into it takes the
+    # generation over instead): stop the chunk being computed rather than finish it
     logits, stats.prompt_tokens_evaluated = sync(
-        target, job.prompt, check=cancel.raise_if_cancelled
+        target,
+        job.prompt,
+        check=cancel.raise_if_cancelled,
+        chunk=ABORTABLE_CHUNK,
+        abort=lambda: cancel.cancelled,
     )
     stats.prompt_tokens = len(job.prompt)
     stats.target_passes += 1
