@@ -286,12 +286,23 @@ class Engine:
         def early(text: str) -> None:
             assert reply is not None
             cache = stats.cache or reuse_kind(stats)  # (the prompt is evaluated by now)
-            reply(
-                Completion(text=text, stats=replace(stats, stop_reason="first_answer", cache=cache))
+            answered = first.seconds or 0.0  # (set before the reply)
+            so_far = replace(
+                stats,
+                stop_reason="first_answer",
+                cache=cache,
+                first_answer_seconds=answered,
+                # the decoding so far (and the prompt's layout, a few ms): the rest of the time
+                # since the request began
+                decode_seconds=max(0.0, answered - stats.prompt_seconds),
+                k_trace=list(stats.k_trace),
+                accepted_trace=list(stats.accepted_trace),
             )
+            reply(Completion(text=text, stats=so_far))
 
         budget_s = self.settings.answer_budget_ms / 1000
-        return FirstAnswer(early if reply and budget_s else None, budget_s=budget_s, show=show)
+        first = FirstAnswer(early if reply and budget_s else None, budget_s=budget_s, show=show)
+        return first
 
     def _complete_remote(
         self,

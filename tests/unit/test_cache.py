@@ -202,3 +202,9 @@ def test_a_first_answer_tells_how_its_prompt_was_served(engine):
     whole = engine.complete(req("class Po", ""), CancelToken(), reply=early.append)
     assert early, "no first answer before the generation ended"
     assert early[0].stats.cache == whole.stats.cache == "cold"
+    # and its timing so far: when it was sent, the decoding before it (they were 0 and None)
+    first = early[0].stats
+    assert first.first_answer_seconds == whole.stats.first_answer_seconds
+    assert 0 < first.decode_seconds < whole.stats.decode_seconds
+    assert 0 < first.tokens < whole.stats.tokens
+    assert len(first.k_trace) == first.rounds < whole.stats.rounds  # a copy, not the live list
