@@ -145,14 +145,15 @@ def test_unset_threads_follow_the_free_cores(smollm2_path):
 
 def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_tie(smollm2_path):
     """SmolLM2 drafting for itself at T = 0 does not accept every draft token. The draft is in
-    step: at each rejected position it proposed exactly what the same model, evaluating one token
-    at a time as the draft does, ranks first. The target ranks another token first there because
-    llama.cpp's CPU kernels give a verify batch's rows different logits from single-token
-    evaluations (measured up to ~0.85 on this model), which flips near-ties."""
+    step: at each proposal its cache holds exactly the committed text. Where a draft token is
+    rejected, it and the token the target chose are a near-tie (within 1.0 of each other when
+    the position is evaluated on its own): the draft and the target computed that position in
+    batches of different shapes (a catch-up, a verify batch), and llama.cpp's CPU kernels give
+    a row different logits in different batches (measured up to ~0.85 on this model)."""
     import spec_lsp
 
     lines = (Path(spec_lsp.__file__).parent / "samples" / "demo.py").read_text().split("\n")
-    prompt_text = "\n".join(lines[:28]) + "\n"  # the sample, line 29 emptied (its indent: the
+    prompt_text = "\n".join(lines[:25]) + "\n"  # the sample, line 26 emptied (its indent: the
     # model writes it, as in the engine's prompt)
     target = LlamaModel(str(smollm2_path), n_ctx=2048, threads=2)
     draft_model = LlamaModel(str(smollm2_path), n_ctx=2048, threads=2)
@@ -160,11 +161,14 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
     try:
         drafter = ModelDrafter(draft_model, target=target)
         proposals: list[tuple[int, list[int]]] = []
+        in_step: list[bool] = []
         draft = drafter.draft
 
         def recorded(request):
             proposal = draft(request)
             proposals.append((len(request.context), list(proposal.tokens)))
+            held = draft_model.tokens[: len(request.context)]
+            in_step.append(held == list(request.context))
             return proposal
 
         drafter.draft = recorded  # type: ignore[method-assign]
@@ -201,14 +205,14 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
                 if committed[start + j] != token:
                     rejected.append((start + j, token))
                     break
+        assert all(in_step) and len(in_step) == len(proposals) > 0
         assert stats.accepted < stats.drafted == sum(len(t) for _, t in proposals)
         assert rejected, "every draft token accepted: nothing left to explain"
         for position, token in rejected:
-            alone, batched = single[position], rows[position]
-            assert int(np.argmax(alone)) == token  # the draft is in step with its context
-            assert int(np.argmax(batched)) == committed[position] != token
-            gap = float(alone[token] - alone[committed[position]])
-            assert 0 <= gap < 1.0, gap  # a near-tie, flipped by the batch's numerics
+            alone = single[position]
+            assert int(np.argmax(rows[position])) == committed[position] != token
+            gap = abs(float(alone[token] - alone[committed[position]]))
+            assert gap < 1.0, gap  # a near-tie, flipped by a batch's numerics
     finally:
         for model in (target, draft_model, reference):
             model.close()

@@ -140,20 +140,21 @@ def sync(
     keep = kept_by_sync(model, tokens)
     model.truncate(keep)
     rest = list(tokens[keep:])
-    for start in range(0, len(rest) - 1, chunk):
+    rows = np.zeros((0, 0), dtype=np.float32)
+    for start in range(0, len(rest), chunk):
         if check is not None:
             check()
-        piece = rest[start : min(start + chunk, len(rest) - 1)]
+        piece = rest[start : start + chunk]
+        last = start + chunk >= len(rest)  # the final chunk gives the last token's logits
         try:
-            model.evaluate(piece, logits_from=len(piece), abort=abort)
+            rows = model.evaluate(
+                piece, logits_from=len(piece) - 1 if last else len(piece), abort=abort
+            )
         except Aborted:
             if check is not None:
                 check()  # (the cancel's own reason)
             raise
-    if check is not None:
-        check()
-    logits = model.evaluate(rest[-1:], logits_from=0)
-    return logits[-1], len(rest)
+    return rows[-1], len(rest)
 
 
 def check_model_file(path: str, *, what: str = "model") -> Path:
