@@ -13,6 +13,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import Completion, CompletionRequest, SamplingParams
@@ -26,6 +27,7 @@ class Server:
         self.settings = settings
         self.prewarm = prewarm
         self.scheduler = Scheduler(engine)
+        self.opened: set[str] = set()
 
     def request(self, uri: str, name: str, prefix: str, suffix: str) -> CompletionRequest:
         return CompletionRequest(
@@ -39,8 +41,14 @@ class Server:
         )
 
     def edit(self, request: CompletionRequest) -> None:
-        """didChange with the cursor left at the request's place (handlers.document_changed)."""
-        self.engine.document_changed(request.document_id, request.prefix + request.suffix)
+        """didChange with the cursor left at the request's place (handlers.document_changed);
+        a document's first edit is preceded by its didOpen."""
+        text = request.prefix + request.suffix
+        if request.document_id not in self.opened:
+            self.opened.add(request.document_id)
+            self.engine.document_changed(request.document_id, text)
+            self.scheduler.opened(replace(request, prefix="", suffix=text))
+        self.engine.document_changed(request.document_id, text)
         if self.prewarm:
             self.scheduler.prewarm(request)
 

@@ -165,6 +165,14 @@ class Engine:
         self.sources.document_changed(document_id, text)
         self.file_prefix.document_changed(document_id, text)
 
+    def document_opened(self, request: CompletionRequest) -> None:
+        """A document opened (the request: its start, no cursor yet). If no document holds the
+        file prefix, this one's grows while idle (file_prefix.adopt). On the engine's thread."""
+        if self.remote is not None or not self.settings.cache or self.loaded is None:
+            return
+        _loaded, prompts = self._require_loaded()
+        self.file_prefix.adopt(request, prompts, self.settings)
+
     def document_closed(self, document_id: str) -> None:
         """A closed document: every stage releases what it held for it (the engine's thread:
         the server queues it behind the running generation)."""

@@ -19,7 +19,8 @@ follows its head in the prompt (the suffix, the last lines before the cursor, th
   outside (its window starts above the anchor, or its cursor is past the budget), not when the
   place is inside but not evaluated yet.
 - An edit keeps what comes before it: growth resumes from the first changed line.
-- One document at a time, the last one asked about. The snapshot is bounded by the budget
+- One document at a time, the last one asked about, or, before any request, the first one
+  opened (from its first line: the cursor is not known yet). The snapshot is bounded by the budget
   (Qwen2.5-Coder-1.5B: 28 KB a token, 86 MB for 3,000 tokens); closing the document frees it.
 - This is llama-server's `--cache-reuse` idea without shifting KV positions: nothing moves, so
   models whose KV cannot be shifted (or removed in part: see `supports_rollback`) are fine as
@@ -58,6 +59,7 @@ class FilePrefix:
         self.request: CompletionRequest | None = None  # its file name and language
         self.snapshot: Snapshot | None = None
         self.pending = False  # the text from the anchor is not all evaluated yet
+        self.opened = False  # anchored at open (adopt), before any request placed the cursor
         self.evaluated = 0  # tokens evaluated while idle, over all documents
         self.reanchored = 0
         self.used = 0  # requests whose prompt was laid out from the anchor
@@ -106,15 +108,38 @@ class FilePrefix:
         if not budget or not prompts.shares_prefix:
             return
         text = request.prefix + request.suffix
+        anchor = None
         if request.document_id == self.document:
             self.document_changed(request.document_id, text)
             self.request = request
-            if prompt.anchored or self._covers(request, prompt, prompts, budget):
+            if self.opened:  # anchored at open: kept if the place would have chosen it too
+                self.opened = False
+                anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
+                if anchor == self.anchor:
+                    return
+            elif prompt.anchored or self._covers(request, prompt, prompts, budget):
                 return
         self.document, self.request, self.text = request.document_id, request, text
-        self.anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
+        if anchor is None:
+            anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
+        self.anchor, self.opened = anchor, False
         self.snapshot, self.pending = None, True
         self.reanchored += 1
+
+    def adopt(self, request: CompletionRequest, prompts: PromptBuilder, settings: Settings) -> bool:
+        """A document opened while no document holds the file prefix: it grows from the file's
+        first line while the person reads, before any request. The cursor is not known yet:
+        the first request keeps that anchor if its place would have chosen it (choose_anchor),
+        else anchors anew. A document opened while another holds the file prefix waits for a
+        request: editors open documents they only show (peeks, diffs)."""
+        budget = self.budget(settings, prompts.target.n_ctx)
+        if self.document or not budget or not prompts.shares_prefix:
+            return False
+        self.document, self.request = request.document_id, request
+        self.text = request.prefix + request.suffix
+        self.anchor, self.snapshot, self.pending, self.opened = 0, None, True, True
+        self.reanchored += 1
+        return True
 
     def _covers(
         self, request: CompletionRequest, prompt: Prompt, prompts: PromptBuilder, budget: int
@@ -188,7 +213,7 @@ class FilePrefix:
 
     def clear(self) -> None:
         self.document, self.text, self.request = "", "", None
-        self.snapshot, self.pending = None, False
+        self.snapshot, self.pending, self.opened = None, False, False
 
     def memory(self) -> dict[str, Any]:
         snapshot = self.snapshot

@@ -80,7 +80,8 @@ def document_changed(
     ls: SpecLanguageServer, params: lsp.DidOpenTextDocumentParams | lsp.DidChangeTextDocumentParams
 ) -> None:
     """After pygls has applied the change: the engine's workspace index follows the text, and
-    once the person pauses the prompt at the edited place is evaluated ahead (prewarm)."""
+    once the person pauses the prompt at the edited place is evaluated ahead (prewarm); an
+    opened document's file prefix may start growing (scheduler.opened)."""
     uri = params.text_document.uri
     document = ls.workspace.text_documents.get(unquote(uri))
     if document is None:
@@ -89,9 +90,13 @@ def document_changed(
     changes = getattr(params, "content_changes", None)
     where = convert.after_edit(changes[-1]) if changes else None
     small = len(document.source) <= ls.settings.max_document_chars
-    if where is not None and ls.settings.enable and small:
+    if not (ls.settings.enable and small):
+        return
+    if where is not None:
         position = convert.clamp(document, where)
         ls.scheduler.prewarm(convert.to_request(document, position, ls.settings))
+    elif isinstance(params, lsp.DidOpenTextDocumentParams):
+        ls.scheduler.opened(convert.to_request(document, lsp.Position(0, 0), ls.settings))
 
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

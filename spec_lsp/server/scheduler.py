@@ -366,6 +366,21 @@ class Scheduler:
         self._loop = asyncio.get_running_loop()
         self._loop.call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
 
+    def opened(self, request: CompletionRequest) -> None:
+        """didOpen: the engine may start the document's file prefix (engine.document_opened),
+        grown as idle work once nothing else is going on."""
+        if self.closed or not self.engine.ready:
+            return
+        self._loop = asyncio.get_running_loop()
+
+        def job() -> None:
+            try:
+                self.engine.document_opened(request)
+            except EngineError:
+                pass
+
+        self._executor.submit(job).add_done_callback(self._idle_after)
+
     def _start_prewarm(self, request: CompletionRequest, token: CancelToken) -> None:
         if token.cancelled or self.closed or self.held:
             return  # something newer

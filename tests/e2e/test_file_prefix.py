@@ -71,3 +71,33 @@ async def test_a_request_while_it_grows_does_not_wait_for_it(slow_client):
     after = await stats(client)
     assert after.queue_ms.p95 < 50  # from queued to the worker: not behind the chunk (100 ms)
     assert after.memory.file_prefix.pending  # what was grown is kept; the rest grows later
+
+
+async def test_an_opened_file_grows_its_prefix_before_the_first_request(client):
+    """Opened and read, not asked yet: the file from its first line is evaluated while idle,
+    so the first ask evaluates only what follows the shared text."""
+    open_doc(client, TEXT, uri=URI)
+    memory = await grown(client)  # no request yet
+    assert memory.anchor_line == 0 and memory.tokens > 2_000
+    assert (await stats(client)).requests == 0
+    assert (await inline(client, 61, 4, uri=URI)).items
+    first = await stats(client)
+    assert first.file_prefix.prompts == 1  # laid out from the file prefix
+    assert first.prompt_tokens_evaluated < 600  # of a ~1,900-token prompt: its tail
+
+
+async def test_a_file_opened_while_another_holds_the_prefix_leaves_it(client):
+    """Editors open documents they only show (a peek, a diff): one opened while another
+    document holds the file prefix does not take it; the next request there does."""
+    open_doc(client, TEXT, uri=URI)
+    assert (await inline(client, 101, 4, uri=URI)).items
+    held = await grown(client)
+    anchors = (await stats(client)).file_prefix.anchors
+    open_doc(client, TEXT.replace("function_", "other_"), uri="file:///work/other.py")
+    await asyncio.sleep(1.0)  # idle: nothing to grow
+    after = await stats(client)
+    assert after.file_prefix.anchors == anchors
+    assert (after.memory.file_prefix.anchor_line, after.memory.file_prefix.tokens) == (
+        held.anchor_line,
+        held.tokens,
+    )
