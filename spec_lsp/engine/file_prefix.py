@@ -194,7 +194,7 @@ class FilePrefix:
                 plan,
                 check=cancel.raise_if_cancelled,
                 chunk=ABORTABLE_CHUNK,
-                abort=lambda: cancel.cancelled,
+                abort=cancel,
             )
             self.pending = False
         except Cancelled:

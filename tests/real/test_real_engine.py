@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, Aborted, sync
+from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, sync
 from spec_lsp.engine.backends.llama import LlamaModel
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.policy.adaptive import FixedPolicy
-from spec_lsp.engine.types import CancelToken, DecodeStats, EngineError, SamplingParams
+from spec_lsp.engine.types import (
+    Cancelled,
+    CancelToken,
+    DecodeStats,
+    EngineError,
+    SamplingParams,
+)
 
 pytestmark = pytest.mark.real
 
@@ -219,25 +227,30 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
 
 
 def test_an_abort_stops_the_batch_being_computed_and_keeps_the_ones_before(smollm2_path):
-    """The abort check is polled while llama.cpp computes: the chunk it stops is dropped from
-    the KV cache, the chunks before stay, and evaluation resumes from them with the logits a
-    run without the abort gives."""
+    """A cancel stops the chunk llama.cpp is computing: the chunk is dropped from the KV cache,
+    the chunks before stay, and evaluation resumes from them with the logits a run without the
+    cancel gives."""
     model = LlamaModel(str(smollm2_path), n_ctx=1024, threads=2)
     try:
         tokens = model.tokenize(PROMPT * 8)[:400]
         assert len(tokens) == 400
+        started = time.perf_counter()
         reference, _ = sync(model, tokens, chunk=ABORTABLE_CHUNK)
+        chunk_s = (time.perf_counter() - started) / 4  # (3 chunks, the last short)
         model.truncate(0)
-        polls = 0
-
-        def abort() -> bool:  # says stop a few polls into the second chunk's computation
-            nonlocal polls
-            polls += len(model.tokens) >= ABORTABLE_CHUNK
-            return polls > 3
-
         token = CancelToken()
-        with pytest.raises(Aborted):
-            sync(model, tokens, check=token.raise_if_cancelled, chunk=ABORTABLE_CHUNK, abort=abort)
+
+        def cancel_inside_the_second_chunk() -> None:
+            while len(model.tokens) < ABORTABLE_CHUNK:
+                time.sleep(0.0005)
+            time.sleep(chunk_s / 3)
+            token.cancel("a newer request elsewhere")
+
+        watcher = threading.Thread(target=cancel_inside_the_second_chunk)
+        watcher.start()
+        with pytest.raises(Cancelled, match="a newer request elsewhere"):
+            sync(model, tokens, check=token.raise_if_cancelled, chunk=ABORTABLE_CHUNK, abort=token)
+        watcher.join()
         assert model.tokens == tokens[:ABORTABLE_CHUNK]  # not 256: stopped inside the chunk
         logits, evaluated = sync(model, tokens, chunk=ABORTABLE_CHUNK)
         assert evaluated == 400 - ABORTABLE_CHUNK

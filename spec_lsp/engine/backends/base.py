@@ -13,9 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-from spec_lsp.engine.types import Cancelled, EngineError
+from spec_lsp.engine.types import Cancelled, CancelToken, EngineError
 
-Abort = Callable[[], bool]  # polled while the model computes: True stops the evaluation
 # chunk size for abortable evaluation: Qwen2.5-Coder-1.5B on 2 cores evaluated a 512-token
 # prompt at 77 tok/s in 16-token chunks, 90 in 64, 93 in 128 and 256, 91.5 in one batch;
 # an abort loses at most this many tokens of work
@@ -23,7 +22,7 @@ ABORTABLE_CHUNK = 128
 
 
 class Aborted(Cancelled):
-    """An evaluation stopped by its `abort` check while the model computed."""
+    """An evaluation stopped by its `abort` token while the model computed."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +72,13 @@ class ModelBackend(Protocol):
     def token_bytes(self, token: int) -> bytes: ...
 
     def evaluate(
-        self, tokens: Sequence[int], *, logits_from: int, abort: Abort | None = None
+        self, tokens: Sequence[int], *, logits_from: int, abort: CancelToken | None = None
     ) -> np.ndarray:
         """Append `tokens` to the cache; return logits rows for tokens[logits_from:].
 
-        With `abort`, polled while the model computes: once it says True the call stops and
-        raises `Aborted`; the cache keeps the batches finished before (none of the one stopped).
-        """
+        With `abort`, looked at while the model computes: once it is cancelled the call stops
+        and raises `Aborted`; the cache keeps the batches finished before (none of the one
+        stopped)."""
         ...
 
     def truncate(self, n_keep: int) -> None:
@@ -121,7 +120,7 @@ def sync(
     *,
     check: Callable[[], None] | None = None,
     chunk: int = 64,
-    abort: Abort | None = None,
+    abort: CancelToken | None = None,
 ) -> tuple[np.ndarray, int]:
     """Make the cache hold exactly `tokens`, evaluating only what differs from what it holds.
 
@@ -130,9 +129,8 @@ def sync(
     are evaluated in chunks with `check()` (cancellation) between them; a cancelled prompt keeps
     what it evaluated, so the next request for the document starts from there.
 
-    With `abort` (work whose cancel means nobody wants the rest), polled while the model
-    computes, a cancel stops the chunk being computed (losing it) instead of waiting for its
-    end: then the chunks can be large, which evaluates faster (on a CPU a 512-token batch
+    With `abort` (work whose cancel means nobody wants the rest), its cancel stops the chunk
+    being computed (losing it) instead of waiting for its end: then the chunks can be large, which evaluates faster (on a CPU a 512-token batch
     runs a few % faster than 64-token ones, and 16-token ones lose a fifth).
     """
     if not tokens:

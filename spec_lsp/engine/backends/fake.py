@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from spec_lsp.engine.backends.base import Abort, Aborted, ModelInfo, Snapshot
+from spec_lsp.engine.backends.base import Aborted, ModelInfo, Snapshot
+from spec_lsp.engine.types import CancelToken
 
 SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>")
 EOS = 256
@@ -51,7 +52,7 @@ class FakeModel:
         self._n_ctx = n_ctx
         self.delay_s = delay_s
         self.evaluated = 0  # tokens evaluated in total (for cache tests)
-        self.aborted = 0  # evaluations stopped by their abort check
+        self.aborted = 0  # evaluations stopped by their abort token
         self.info = ModelInfo(
             path=f"<{name}>",
             name=name,
@@ -84,9 +85,9 @@ class FakeModel:
         return 512
 
     def evaluate(
-        self, tokens: Sequence[int], *, logits_from: int, abort: Abort | None = None
+        self, tokens: Sequence[int], *, logits_from: int, abort: CancelToken | None = None
     ) -> np.ndarray:
-        """(`delay_s` a call, as a model's compute: `abort` is polled through it)"""
+        """(`delay_s` a call, as a model's compute: `abort` is looked at through it)"""
         self._compute(abort)
         rows = []
         for i, token in enumerate(tokens):
@@ -96,10 +97,10 @@ class FakeModel:
         self.evaluated += len(tokens)
         return np.asarray(rows, dtype=np.float32).reshape(len(rows), self.info.n_vocab)
 
-    def _compute(self, abort: Abort | None) -> None:
+    def _compute(self, abort: CancelToken | None) -> None:
         end = time.perf_counter() + self.delay_s
         while True:
-            if abort is not None and abort():
+            if abort is not None and abort.cancelled:
                 self.aborted += 1
                 raise Aborted("aborted while the model computed")
             left = end - time.perf_counter()

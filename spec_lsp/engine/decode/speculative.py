@@ -100,7 +100,7 @@ def generate(
         job.prompt,
         check=cancel.raise_if_cancelled,
         chunk=ABORTABLE_CHUNK,
-        abort=lambda: cancel.cancelled,
+        abort=cancel,
     )
     stats.prompt_tokens = len(job.prompt)
     stats.target_passes += 1
