@@ -433,7 +433,7 @@ class Engine:
 
     def grow_file_prefix(self, cancel: CancelToken) -> int:
         """Idle time: evaluate more of the file prefix (file_prefix.py) until done or cancelled
-        (any request, between chunks). Returns the tokens evaluated."""
+        (any request: the chunk being computed is dropped). Returns the tokens evaluated."""
         if not self.idle_work:
             return 0
         loaded, prompts = self._require_loaded()

@@ -235,7 +235,8 @@ class Scheduler:
     def _idle_soon(self) -> None:
         """On the event loop, after any work: once nothing has happened for PREWARM_DELAY_S
         (no request, no edit, the worker idle), the engine's idle work runs (the file prefix
-        grows), until done or until a request or an edit stops it between chunks."""
+        grows), until done or until a request or an edit stops it (within ~50 ms:
+        the chunk being computed is dropped)."""
         self._loop = asyncio.get_running_loop()
         if self.closed or self._idle_timer is not None:
             return
