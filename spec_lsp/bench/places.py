@@ -426,6 +426,8 @@ def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown += [f"--read-s {' '.join(f'{r:g}' for r in args.read_s)}"]
     shown += [f"--setting {s}" for s in args.setting]
     shown += ["--no-prewarm"] if args.no_prewarm else []
+    shown += [f"--key-ms {args.key_ms:g}"] if args.key_ms != 150.0 else []
+    shown += [f"--files {' '.join(args.files)}"] if args.files != FILES else []
     return shown
 
 
