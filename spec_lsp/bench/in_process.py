@@ -44,11 +44,10 @@ class Server:
         """didChange with the cursor left at the request's place (handlers.document_changed);
         a document's first edit is preceded by its didOpen."""
         text = request.prefix + request.suffix
+        self.engine.document_changed(request.document_id, text)
         if request.document_id not in self.opened:
             self.opened.add(request.document_id)
-            self.engine.document_changed(request.document_id, text)
             self.scheduler.opened(replace(request, prefix="", suffix=text))
-        self.engine.document_changed(request.document_id, text)
         if self.prewarm:
             self.scheduler.prewarm(request)
 

@@ -108,21 +108,21 @@ class FilePrefix:
         if not budget or not prompts.shares_prefix:
             return
         text = request.prefix + request.suffix
-        anchor = None
+
+        def place_anchor() -> int:  # (it tokenizes: only when needed)
+            return choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
+
         if request.document_id == self.document:
             self.document_changed(request.document_id, text)
             self.request = request
             if self.opened:  # anchored at open: kept if the place would have chosen it too
                 self.opened = False
-                anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
-                if anchor == self.anchor:
+                if place_anchor() == self.anchor:
                     return
             elif prompt.anchored or self._covers(request, prompt, prompts, budget):
                 return
         self.document, self.request, self.text = request.document_id, request, text
-        if anchor is None:
-            anchor = choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
-        self.anchor, self.opened = anchor, False
+        self.anchor, self.opened = place_anchor(), False
         self.snapshot, self.pending = None, True
         self.reanchored += 1
 

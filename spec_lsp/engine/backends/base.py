@@ -62,11 +62,6 @@ class ModelBackend(Protocol):
     @property
     def n_ctx(self) -> int: ...
 
-    @property
-    def n_batch(self) -> int:
-        """The most tokens one model call evaluates at once."""
-        ...
-
     def tokenize(self, text: str, *, special: bool = False) -> list[int]: ...
 
     def token_bytes(self, token: int) -> bytes: ...
@@ -130,8 +125,8 @@ def sync(
     what it evaluated, so the next request for the document starts from there.
 
     With `abort` (work whose cancel means nobody wants the rest), its cancel stops the chunk
-    being computed (losing it) instead of waiting for its end: then the chunks can be large, which evaluates faster (on a CPU a 512-token batch
-    runs a few % faster than 64-token ones, and 16-token ones lose a fifth).
+    being computed (losing it) instead of waiting for its end, so the chunks can be large
+    (ABORTABLE_CHUNK), which evaluates faster.
     """
     if not tokens:
         raise ValueError("cannot sync an empty token sequence")

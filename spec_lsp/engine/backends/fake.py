@@ -80,10 +80,6 @@ class FakeModel:
     def token_bytes(self, token: int) -> bytes:
         return bytes([token]) if token < 256 else b""
 
-    @property
-    def n_batch(self) -> int:
-        return 512
-
     def evaluate(
         self, tokens: Sequence[int], *, logits_from: int, abort: CancelToken | None = None
     ) -> np.ndarray:

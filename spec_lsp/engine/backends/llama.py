@@ -165,10 +165,6 @@ class LlamaModel:
     def n_ctx(self) -> int:
         return int(self._lib.llama_n_ctx(self._ctx))
 
-    @property
-    def n_batch(self) -> int:
-        return self._n_batch
-
     def tokenize(self, text: str, *, special: bool = False) -> list[int]:
         if not text:
             return []
