@@ -7,12 +7,17 @@ the document's position codec turns them into string offsets and back.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
+from itertools import accumulate
 
 from lsprotocol import types as lsp
 from pygls.workspace import TextDocument
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import Completion, CompletionRequest, SamplingParams
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 def clamp(document: TextDocument, position: lsp.Position) -> lsp.Position:
@@ -47,13 +52,64 @@ def offset_at(document: TextDocument, position: lsp.Position) -> int:
 
 def after_edit(change: lsp.TextDocumentContentChangeEvent) -> lsp.Position | None:
     """Where the cursor is after an incremental change: the end of the inserted text (UTF-16
-    units, as LSP counts); None for a whole-document change."""
+    units, as LSP counts); None for a whole-document change (see edit_end)."""
     if not isinstance(change, lsp.TextDocumentContentChangePartial):
         return None
     start, lines = change.range.start, change.text.split("\n")
     if len(lines) == 1:
         return lsp.Position(start.line, start.character + _utf16_len(lines[0]))
     return lsp.Position(start.line + len(lines) - 1, _utf16_len(lines[-1]))
+
+
+def edit_end(old: str, new: str) -> int | None:
+    """Where the cursor is after `old` became `new` (a whole-document change): the end of the
+    inserted text, as an offset in `new`; None when the text is the same.
+
+    The edit is what lies between the common prefix and the common suffix of the two texts.
+    Where they overlap (a run of equal characters: "fo" -> "foo", Enter typed before a line
+    break), the smallest edit could lie anywhere along the run: the cursor is taken at the first
+    line end there (Enter at a line's end leaves the cursor on the new line, before the line
+    break that was already there), else after the run. Slices are compared in halving steps:
+    linear work in C, log n steps in Python."""
+    if old == new:
+        return None
+    shortest = min(len(old), len(new))
+    prefix = _common_length(old, new, shortest, lambda text, a, b: text[a:b])
+    suffix = _common_length(old, new, shortest, lambda text, a, b: text[len(text) - b : -a or None])
+    earliest = len(new) - suffix
+    latest = len(new) - min(suffix, shortest - prefix)
+    if earliest < latest:
+        line_end = _LINE_BREAK.search(new, earliest, latest + 1)
+        if line_end is not None:
+            return line_end.start()
+    return latest
+
+
+def _common_length(a: str, b: str, most: int, part: Callable[[str, int, int], str]) -> int:
+    """The length n <= most of the longest common run that part(text, 0, n) reads."""
+    low, high = 0, most  # part(a, 0, low) == part(b, 0, low); none longer than high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if part(a, low, middle) == part(b, low, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def position_at(document: TextDocument, offset: int) -> lsp.Position:
+    """The client position of an offset in the document's text (offset_at's inverse): the
+    character counts code units of the negotiated encoding."""
+    lines = document.lines
+    ends = list(accumulate(map(len, lines)))  # where each line ends, its line break included
+    line = bisect_right(ends, offset)  # an offset at a line's end, after its break: the next
+    if line == len(lines):
+        if not lines or lines[-1].endswith(("\n", "\r")):
+            return lsp.Position(line=len(lines), character=0)
+        line -= 1  # the end of a last line without a line break
+    column = offset - (ends[line - 1] if line else 0)
+    units = document.position_codec.client_num_units(lines[line][:column])
+    return lsp.Position(line=line, character=units)
 
 
 def _utf16_len(text: str) -> int:
@@ -117,7 +173,7 @@ def replaced_range(
         return selected.range, selected.text + completion.typed + completion.text
     # Ranges stay on the cursor's line (VS Code requires it): of the typed text, re-cover only
     # what follows its last line break (typing "\n    " re-covers the indentation).
-    typed = re.split(r"\r\n|\r|\n", completion.typed)[-1]
+    typed = _LINE_BREAK.split(completion.typed)[-1]
     units = document.position_codec.client_num_units(typed)
     start = lsp.Position(line=position.line, character=max(0, position.character - units))
     return lsp.Range(start=start, end=position), typed + completion.text

@@ -16,6 +16,7 @@ from lsprotocol import types as lsp
 
 from spec_lsp.server import convert, heap
 from spec_lsp.server.language_server import SpecLanguageServer
+from spec_lsp.server.protocol import LspTextDocument
 
 log = logging.getLogger(__name__)
 STATS_METHOD = "specLsp/stats"
@@ -89,6 +90,8 @@ def document_changed(
     ls.scheduler.engine.document_changed(document.uri, document.source)
     changes = getattr(params, "content_changes", None)
     where = convert.after_edit(changes[-1]) if changes else None
+    if where is None and changes and isinstance(document, LspTextDocument):
+        where = document.after_whole_change  # the whole text sent: where it differed
     small = len(document.source) <= ls.settings.max_document_chars
     if not (ls.settings.enable and small):
         return

@@ -7,6 +7,8 @@
    U+2029, so in a file holding one of them (a ^L page break, say) every later position lands
    on the wrong line and incremental edits corrupt the document.
 3. Incremental edits read positions as LSP says (see LspTextDocument._apply_incremental_change).
+   A whole-document change says where it was made (after_whole_change), so that its place is
+   evaluated ahead as an incremental change's is.
 4. A handled message leaves nothing behind. pygls 2.1 keeps the Future of every notification
    (and of every step of its generator handlers, didChange's among them) in `_request_futures`
    under a fresh uuid and never removes it: one per keystroke, about 2 KB each with its params,
@@ -31,7 +33,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.workspace import TextDocument, Workspace
 
-from spec_lsp.server.convert import offset_at
+from spec_lsp.server.convert import edit_end, offset_at, position_at
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ def lsp_lines(text: str) -> tuple[str, ...]:
 
 class LspTextDocument(TextDocument):
     _split: tuple[str, tuple[str, ...]] | None = None  # (source, its lines): split once per edit
+    # Where the cursor is after the last whole-document change (None: it changed nothing). The
+    # text before it is compared here, the one moment both are at hand: none is kept.
+    after_whole_change: lsp.Position | None = None
 
     @property
     def lines(self) -> Sequence[str]:
@@ -65,6 +70,11 @@ class LspTextDocument(TextDocument):
         end = offset_at(self, change.range.end)
         start, end = min(start, end), max(start, end)  # a reversed range, forwards
         self._source = self.source[:start] + change.text + self.source[end:]
+
+    def _apply_full_change(self, change: lsp.TextDocumentContentChangeEvent) -> None:
+        end = edit_end(self.source, change.text)
+        super()._apply_full_change(change)
+        self.after_whole_change = None if end is None else position_at(self, end)
 
 
 class LspWorkspace(Workspace):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 import pytest_lsp
+from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from tests.e2e.conftest import edit, inline, open_doc, server_config, start, stats, wait_ready
@@ -26,9 +28,23 @@ async def evaluated(client: LanguageClient) -> int:
     return (await stats(client)).prompt_tokens_evaluated
 
 
-async def test_a_pause_after_an_edit_evaluates_the_prompt_there_ahead(client):
+def send_whole(client: LanguageClient, text: str, *, version: int) -> None:
+    """A whole-document change, as clients that sync the full text send every edit."""
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=URI, version=version),
+            [lsp.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["incremental", "whole_document"])
+async def test_a_pause_after_an_edit_evaluates_the_prompt_there_ahead(client, whole):
     open_doc(client, TEXT + "def fo", uri=URI)
-    edit(client, (120, 6), (120, 6), "o(", version=2, uri=URI)
+    if whole:
+        send_whole(client, TEXT + "def foo(", version=2)
+    else:
+        edit(client, (120, 6), (120, 6), "o(", version=2, uri=URI)
     for _ in range(500):
         if (await stats(client)).prewarm.prompts == 1:
             break
@@ -49,3 +65,10 @@ async def test_typing_on_without_a_pause_evaluates_nothing_ahead(client):
     await asyncio.sleep(0.6)  # the last answer came before the pause began: nothing to warm
     data = await stats(client)
     assert data.prewarm.prompts == 0
+
+
+async def test_a_whole_document_change_that_changes_nothing_evaluates_nothing_ahead(client):
+    open_doc(client, TEXT + "def fo", uri=URI)
+    send_whole(client, TEXT + "def fo", version=2)
+    await asyncio.sleep(0.6)
+    assert (await stats(client)).prewarm.prompts == 0

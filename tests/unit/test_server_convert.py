@@ -169,3 +169,84 @@ def test_the_cursor_after_an_edit_is_the_end_of_the_inserted_text():
     assert convert.after_edit(change(0, 2, "😀")) == lsp.Position(0, 4)  # UTF-16 units
     assert convert.after_edit(change(5, 0, "")) == lsp.Position(5, 0)  # a deletion
     assert convert.after_edit(lsp.TextDocumentContentChangeWholeDocument(text="x")) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "end"),
+    [
+        ("def fo\n", "def foo\n", 7),  # an insertion: the end of what was typed
+        ("def foo(x)\n", "def f(x)\n", 5),  # a deletion: where it was
+        ("x = 1 + 2\n", "x = 3\n", 5),  # a replacement: the end of the new text
+        ("a\nb\n", "a\nif x:\n    y\nb\n", 13),  # lines inserted: the end of the last
+        ("a\nif x:\n    y\nb\n", "a\nb\n", 1),  # lines deleted: the end of the line before
+        ("a = 1\nb = 2\n", "a = 1\nb = [\n    3\n]\n", 19),  # replaced across lines
+        ("s = 'x'\n", "s = '😀x'\n", 6),  # code points: the emoji is one
+        ("abc", "Xabc", 1),  # at the start
+        ("abc", "bc", 0),
+        ("abc", "abcX", 4),  # at the end
+        ("abc", "ab", 2),
+        ("", "hello", 5),
+        ("hello", "", 0),
+        ("foo(x)", "fooo(x)", 4),  # an 'o' typed in a run of o's: after the run
+        ("aa", "aaa", 3),  # prefix and suffix would overlap: the prefix takes the run
+        ("aaa", "aa", 2),
+        ("a\nb\n", "a\n\nb\n", 2),  # Enter at a line's end: on the new line, not after it
+        ("    f()\n    g\n", "    f()\n    \n    g\n", 12),  # and its indentation
+        ("a\n\nb\n", "a\nb\n", 1),  # a blank line joined to the one above
+    ],
+)
+def test_a_whole_document_change_ends_where_the_texts_stop_differing(old, new, end):
+    assert convert.edit_end(old, new) == end
+
+
+def test_a_whole_document_change_that_changes_nothing_has_no_place():
+    assert convert.edit_end("same\n", "same\n") is None
+    assert convert.edit_end("", "") is None
+
+
+def test_the_end_of_an_edit_in_a_long_text_is_found():
+    text = "".join(f"line {i}\n" for i in range(20000))
+    middle = len(text) // 2
+    assert convert.edit_end(text, text[:middle] + "typed" + text[middle:]) == middle + 5
+    assert convert.edit_end(text[:middle] + "typed" + text[middle:], text) == middle
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "encoding", "position"),
+    [
+        ("ab\ncd\n", 4, UTF16, pos(1, 1)),
+        ("ab\ncd\n", 3, UTF16, pos(1, 0)),  # just after a line break: the next line
+        ("ab\ncd\n", 6, UTF16, pos(2, 0)),  # the end, after the last line break
+        ("ab\ncd", 5, UTF16, pos(1, 2)),  # the end of a last line without one
+        ("", 0, UTF16, pos(0, 0)),
+        ("x = '😀🎉' + y", 7, UTF16, pos(0, 9)),  # surrogate pairs: two units each
+        ("x = '😀🎉' + y", 7, UTF8, pos(0, 13)),
+        ("x = '😀🎉' + y", 7, UTF32, pos(0, 7)),
+        ("ab\r\ncd\ref", 7, UTF16, pos(2, 0)),
+        ("a\x0cb\nc", 5, UTF16, pos(1, 1)),  # a form feed breaks no line
+    ],
+)
+def test_positions_of_offsets_count_code_units_of_the_negotiated_encoding(
+    text, offset, encoding, position
+):
+    document = doc(text, encoding)
+    assert convert.position_at(document, offset) == position
+    assert convert.offset_at(document, position) == offset
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "after"),
+    [
+        ("def fo\n", "def foo(\n", pos(0, 8)),
+        ("s = ''\nt\n", "s = '😀'\nt\n", pos(0, 7)),  # UTF-16 units
+        ("a\n\nb\n", "a\n    if x:\n        y\nb\n", pos(2, 9)),
+        ("a\nb\n", "a\n\nb\n", pos(1, 0)),  # Enter: the new line's start
+        ("s = '😀'\n", "s = '😀😀'\n", pos(0, 9)),
+        ("abc\n", "abc\n", None),
+    ],
+)
+def test_a_whole_document_change_says_where_the_cursor_is(old, new, after):
+    document = doc(old)
+    document.apply_change(lsp.TextDocumentContentChangeWholeDocument(text=new))
+    assert document.source == new
+    assert document.after_whole_change == after
