@@ -250,8 +250,9 @@ class Engine:
         reply: Callable[[Completion], None] | None = None,
     ) -> Completion:
         """The whole suggestion. `reply`, if given, is called once, earlier, with what can be
-        shown (the first complete line, or what is ready when the answer budget runs out)
-        while the generation goes on (first_answer)."""
+        shown (the first complete line, or what is ready up to a word boundary when the answer
+        budget runs out; an Invoked request's first line whole) while the generation goes on
+        (first_answer)."""
         cached = self.peek(request)  # gate: typed through a suggestion
         if cached is not None:
             return cached
@@ -274,7 +275,7 @@ class Engine:
         finally:
             self.in_flight.clear()
             stats.cache = kind or reused or reuse_kind(stats)
-            stats.first_answer_seconds = first.seconds
+            first.describe(stats)
             self.totals.record(stats, cancelled=cancel.cancelled)
             if self.settings.cache:  # where the file prefix grows next, while idle
                 self.file_prefix.follow(request, prompt, prompts, self.settings)
@@ -299,17 +300,22 @@ class Engine:
                 stats,
                 stop_reason="first_answer",
                 cache=cache,
-                first_answer_seconds=answered,
                 # the decoding so far (and the prompt's layout, a few ms): the rest of the time
                 # since the request began
                 decode_seconds=max(0.0, answered - stats.prompt_seconds),
                 k_trace=list(stats.k_trace),
                 accepted_trace=list(stats.accepted_trace),
             )
+            first.describe(so_far)
             reply(Completion(text=text, stats=so_far))
 
         budget_s = self.settings.answer_budget_ms / 1000
-        first = FirstAnswer(early if reply and budget_s else None, budget_s=budget_s, show=show)
+        first = FirstAnswer(
+            early if reply and budget_s else None,
+            budget_s=budget_s,
+            show=show,
+            partial=not request.invoked,  # an Invoked request's first line is answered whole
+        )
         return first
 
     def _complete_remote(
@@ -355,7 +361,7 @@ class Engine:
         finally:
             self.in_flight.clear()
             stats.cache = kind or "remote"
-            stats.first_answer_seconds = first.seconds
+            first.describe(stats)
             self.totals.record(stats, cancelled=cancel.cancelled)
         remote.health.succeeded()
         if stats.prompt_tokens:  # the server said how many tokens the prompt was

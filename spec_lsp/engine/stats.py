@@ -43,6 +43,13 @@ class EngineTotals:
     stages: dict[str, deque[float]] = field(
         default_factory=lambda: {name: deque(maxlen=1000) for name in STAGES}
     )
+    # requests answered before their generation ended (first_answer); of those, the ones the
+    # answer budget cut (a partial first line, up to a word boundary) and their characters shown
+    # and held back
+    first_answers: int = 0
+    first_answers_cut: int = 0
+    first_answer_cut_chars: int = 0
+    first_answer_dropped_chars: int = 0
     prewarms: int = 0  # prompts evaluated while idle after an edit (prewarm)
     prewarm_tokens: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -65,6 +72,12 @@ class EngineTotals:
             ):
                 setattr(self, name, getattr(self, name) + getattr(stats, name))
             self.k_histogram.update(stats.k_trace)
+            if stats.first_answer_seconds is not None:  # (shown, even if cancelled since)
+                self.first_answers += 1
+                if stats.first_answer_cut:
+                    self.first_answers_cut += 1
+                    self.first_answer_cut_chars += stats.first_answer_chars
+                    self.first_answer_dropped_chars += stats.first_answer_dropped_chars
             self.cache_hits[stats.cache] += 1
             if stats.tokens and not cancelled:
                 self.generation_seconds.append(stats.prompt_seconds + stats.decode_seconds)
@@ -115,6 +128,12 @@ class EngineTotals:
                 **_percentiles("first_token_ms", self.first_token_seconds),
                 "server_timings": self.server_timings,
                 "timing": self._timing(),
+                "first_answers": {
+                    "answered": self.first_answers,
+                    "cut": self.first_answers_cut,
+                    "cut_chars": self.first_answer_cut_chars,
+                    "dropped_chars": self.first_answer_dropped_chars,
+                },
                 "prewarm": {"prompts": self.prewarms, "tokens": self.prewarm_tokens},
             }
 

@@ -46,6 +46,9 @@ class CompletionRequest:
     sampling: SamplingParams = field(default_factory=SamplingParams)
     stop: tuple[str, ...] = ()
     version: int = 0  # document version, for logs and stale-request detection
+    # the person asked for it and waits (Invoked): an early answer is never a partial line;
+    # else the editor sent it as they typed (Automatic)
+    invoked: bool = False
 
 
 @dataclass
@@ -77,6 +80,12 @@ class DecodeStats:
     server_timings: dict[str, Any] | None = None  # remote: the server's own figures, if sent
     # when the request was answered before the generation ended (first_answer), from its start
     first_answer_seconds: float | None = None
+    first_answer_chars: int = 0  # the characters that first answer showed
+    # the answer budget ran out before the first line was complete: the first answer was the
+    # partial line up to its last word boundary, holding back this many characters generated
+    # by then (a word, number or operator still growing)
+    first_answer_cut: bool = False
+    first_answer_dropped_chars: int = 0
 
     @property
     def acceptance_rate(self) -> float:

@@ -28,6 +28,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from spec_lsp.engine import (
@@ -102,7 +103,11 @@ class Scheduler:
     async def complete(
         self, request: CompletionRequest, *, invoked: bool = False
     ) -> Completion | None:
-        """The answer to a request; `invoked`: the person asked (waits for a model loading)."""
+        """The answer to a request; `invoked`: the person asked (waits for a model loading,
+        and its first line is never answered partial: CompletionRequest.invoked)."""
+        if invoked and not request.invoked:
+            request = replace(request, invoked=True)
+        invoked = request.invoked
         started = time.perf_counter()
         self.counts["requests"] += 1
         self._background.cancel("keystroke")
@@ -472,10 +477,16 @@ def _timing(completion: Completion) -> str:
     """One request's stages, for the debug log."""
     stats = completion.stats
     first = stats.first_answer_seconds
+    cut = (
+        f" cut by the budget ({stats.first_answer_chars} chars shown, "
+        f"{stats.first_answer_dropped_chars} held back)"
+        if stats.first_answer_cut
+        else ""
+    )
     return (
         f"prompt {stats.prompt_tokens} tokens ({stats.prompt_tokens_evaluated} evaluated) "
         f"{stats.prompt_seconds * 1000:.0f} ms, first answer "
-        f"{'-' if first is None else f'{first * 1000:.0f} ms'}, decode {stats.tokens} tokens "
+        f"{'-' if first is None else f'{first * 1000:.0f} ms'}{cut}, decode {stats.tokens} tokens "
         f"{stats.decode_seconds * 1000:.0f} ms ({stats.cache})"
     )
 

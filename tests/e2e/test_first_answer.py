@@ -10,11 +10,13 @@ import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from tests.e2e.conftest import (
+    AUTOMATIC,
     INVOKED,
     edit,
     inline,
     open_doc,
     server_config,
+    settled,
     start,
     stats,
     wait_ready,
@@ -38,6 +40,7 @@ def client_with(budget_ms: int):
 
 early_client = client_with(5000)
 whole_client = client_with(0)
+busy_client = client_with(1)  # the budget runs out long before the first line is complete
 
 
 async def test_the_first_line_is_answered_and_the_rest_follows_from_the_cache(early_client):
@@ -74,3 +77,25 @@ async def test_with_no_budget_the_answer_is_the_whole_suggestion(whole_client):
     item = (await inline(client, 1, 0, uri=URI, kind=INVOKED)).items[0]
     assert item.insert_text == FIRST + REST
     assert getattr((await stats(client)).server_requests, "answered_early", 0) == 0
+
+
+async def test_an_automatic_answer_cut_by_the_budget_ends_at_a_word_boundary(busy_client):
+    client = busy_client
+    open_doc(client, "class Point:\n", uri=URI)
+    shown = (await inline(client, 1, 0, uri=URI, kind=AUTOMATIC)).items[0].insert_text
+    assert FIRST.startswith(shown) and len(shown) < len(FIRST)  # a partial first line
+    after = FIRST[len(shown)]  # never inside a word the generation goes on with
+    assert not ((shown[-1].isalnum() or shown[-1] == "_") and (after.isalnum() or after == "_"))
+    await settled(client)
+    assert (await stats(client)).first_answers.cut == 1
+
+
+async def test_an_invoked_answer_is_its_first_line_whole(busy_client):
+    client = busy_client
+    open_doc(client, "class Point:\n", uri=URI)
+    item = (await inline(client, 1, 0, uri=URI, kind=INVOKED)).items[0]
+    assert item.insert_text == FIRST  # (the whole is FIRST + REST)
+    await settled(client)
+    data = await stats(client)
+    assert data.server_requests.answered_early == 1
+    assert data.first_answers.answered == 1 and data.first_answers.cut == 0
