@@ -98,7 +98,7 @@ class Settings(BaseModel):
         1500,
         ge=0,
         le=60000,
-        description="Answer once the first line is complete, or after this long decoding with what is ready; the rest of a multi-line suggestion goes on in the background into the cache. 0: answer with the whole suggestion only.",
+        description="Answer once the first line is complete, or after this long decoding with what is ready (a partial line up to its last whole word; a suggestion asked for explicitly waits for its whole first line); the rest of a multi-line suggestion goes on in the background into the cache. 0: answer with the whole suggestion only.",
     )
     enable: bool = Field(True, description="Offer completions at all.")
     max_document_chars: int = Field(
