@@ -5,7 +5,23 @@ PY     := $(VENV)/bin/python
 SPEC   := $(VENV)/bin/spec-lsp
 STAMP  := $(VENV)/.installed
 
-.PHONY: install models demo test lint typecheck bench replay soak clean editors-vscode-e2e editors-neovim-e2e
+# llama-cpp-python builds llama.cpp from source for this CPU (-march=native), except Intel's AMX
+# kernels: on Sapphire Rapids and newer they crash inside the first decode (SIGSEGV in
+# ggml_backend_amx_mul_mat). gcc and clang let an explicit -mno-amx-* win over -march=native.
+# CMake takes CFLAGS/CXXFLAGS as its starting flags; your own CMAKE_ARGS (e.g. -DGGML_CUDA=on)
+# still apply. LLAMA_AMX=1 keeps the AMX kernels.
+ifeq ($(filter x86_64 amd64 i686,$(shell uname -m)),)
+SAFE_FLAGS :=
+else
+SAFE_FLAGS := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
+endif
+NO_AMX := $(if $(filter 1,$(LLAMA_AMX)),,$(SAFE_FLAGS))
+ifneq ($(NO_AMX),)
+export CFLAGS := $(CFLAGS) $(NO_AMX)
+export CXXFLAGS := $(CXXFLAGS) $(NO_AMX)
+endif
+
+.PHONY: install models rebuild-llama demo test lint typecheck bench replay soak clean editors-vscode-e2e editors-neovim-e2e
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +32,27 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# After the models are pulled: a child process loads SmolLM2 and decodes a few tokens with the
+# installed llama.cpp. pip reuses a cached wheel whatever the flags, so a build made otherwise
+# (e.g. with AMX kernels, before this Makefile set the flags) may crash here: it is rebuilt.
+CHECKED := $(VENV)/.llama-checked
+LLAMA_VERSION = $(shell $(PY) -c "from importlib.metadata import version; print(version('llama-cpp-python'))")
+
 models: install
 	$(SPEC) models pull
+	@$(MAKE) --no-print-directory $(CHECKED)
+
+$(CHECKED): $(STAMP)
+	@$(PY) -m spec_lsp.engine.probe smollm2-135m \
+	  || { echo "llama.cpp crashed in its first decode on this machine: rebuilding llama-cpp-python without AMX kernels (~10 min)"; \
+	       $(MAKE) --no-print-directory rebuild-llama && $(PY) -m spec_lsp.engine.probe smollm2-135m; }
+	@touch $(CHECKED)
+
+# Rebuild llama-cpp-python from source here, without the wheel cache, without AMX kernels
+# (x86-64), keeping your CMAKE_ARGS (e.g. CMAKE_ARGS=-DGGML_CUDA=on make rebuild-llama).
+rebuild-llama: install
+	CFLAGS="$(SAFE_FLAGS)" CXXFLAGS="$(SAFE_FLAGS)" $(PY) -m pip install --force-reinstall \
+	  --no-cache-dir --no-deps "llama-cpp-python==$(LLAMA_VERSION)"
 
 demo: models
 	$(SPEC) demo

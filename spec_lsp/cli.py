@@ -1,4 +1,4 @@
-"""`spec-lsp` entry point: serve | complete | models | bench | profile | schema | demo.
+"""`spec-lsp` entry point: serve | complete | models | bench | profile | doctor | schema | demo.
 
 This is the only module that prints to stdout (and `serve` prints nothing: stdout is the protocol).
 """
@@ -146,6 +146,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only draw the tables and plots again from the raw runs saved in --out",
     )
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the install, the build, the models, the settings and the editors: "
+        "one line per check (exit status 1 when something is wrong)",
+    )
+    _settings_flags(doctor)
+    doctor.add_argument("--json", action="store_true", help="the checks as JSON (bug reports)")
 
     profile = sub.add_parser("profile", help="measure this machine's verify-cost curve")
     _settings_flags(profile)

@@ -1,4 +1,5 @@
-"""The command-line verbs other than `serve` and `schema`: complete, models, demo, profile, bench.
+"""The command-line verbs other than `serve` and `schema`: complete, models, demo, profile,
+doctor, bench.
 
 Results go to stdout; progress and diagnostics to stderr.
 """
@@ -50,6 +51,10 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             return _demo(settings)
         if args.command == "profile":
             return _profile(settings)
+        if args.command == "doctor":
+            from spec_lsp import doctor
+
+            return doctor.run(args, settings)
         if args.command == "bench":
             from spec_lsp.bench.command import main as bench_main
             from spec_lsp.bench.command import rerender

