@@ -21,7 +21,7 @@ path's wiring (~120 lines) is the next to move out (a stage object beside
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -95,6 +95,7 @@ class Engine:
         self.remote: RemoteLoaded | None = None  # engine remote: the server in use
         # how the user is told about a remote server's faults (the server sets it; any thread)
         self.notify: Callable[[str], None] = lambda message: log.warning("%s", message)
+        self.workspace_folders: list[str] = []
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -159,6 +160,12 @@ class Engine:
             self.sources.build(
                 settings.drafter, self.loaded.target, self.loaded.draft, self.profile
             )
+
+    def set_workspace_folders(self, folders: Sequence[str]) -> None:
+        """The folders the editor names (rootUri, workspaceFolders), as local paths: context
+        beyond the open documents may come from their files, and nothing outside them is read.
+        (Instant: the files are read in the background.)"""
+        self.workspace_folders = list(folders)
 
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); instant (the editor's thread)."""
