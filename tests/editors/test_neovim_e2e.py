@@ -17,13 +17,14 @@ import pytest
 
 from tests.editors.conftest import BACKEND, CACHE, EDITORS, e2e, server_command
 
-pytestmark = e2e
-
 NVIM_011 = Path(os.environ.get("SPEC_LSP_NVIM011", CACHE / "nvim-0.11.4" / "bin" / "nvim"))
 NVIM_012 = Path(os.environ.get("SPEC_LSP_NVIM012_BIN", CACHE / "nvim-sid" / "bin" / "nvim"))
 REAL = BACKEND == "real"
 # Cold real-model completions on 2 CPU cores: model load + cost profile + prompt + decode.
 GHOST_TIMEOUT = float(os.environ.get("SPEC_LSP_E2E_TIMEOUT", "420" if REAL else "30"))
+# A test waits up to GHOST_TIMEOUT for each of the load, the ghost text, the next line's and the
+# server's timing line; its own waits say which step it was, before the per-test timeout.
+pytestmark = [e2e, pytest.mark.timeout(4 * GHOST_TIMEOUT + 120)]
 SHOTS = Path(os.environ.get("SPEC_LSP_E2E_OUT", EDITORS / ".cache" / "e2e-out"))
 
 # id: (document before typing, keys typed in insert mode at its end, expected first ghost line)
