@@ -23,6 +23,7 @@ from spec_lsp.engine import (
     build_engine,
 )
 from spec_lsp.engine.backends import llama as llama_backend
+from spec_lsp.engine.backends.base import detokenize
 from spec_lsp.engine.backends.llama import LlamaModel
 
 pytestmark = pytest.mark.real
@@ -97,6 +98,9 @@ def test_a_prompt_larger_than_the_context_is_trimmed_to_fit(smollm2_path):
 
 
 def test_budgets_far_larger_than_the_context_are_trimmed_too(smollm2_path):
+    """Budgets of 16,384 tokens each against a context of 256 (the document is ~7,000 tokens):
+    the budgets are halved until the prompt and the answer fit; the prompt keeps the text
+    nearest the cursor, and no less than half the room (halved only as far as needed)."""
     settings = Settings(
         model=str(smollm2_path),
         drafter="none",
@@ -108,7 +112,17 @@ def test_budgets_far_larger_than_the_context_are_trimmed_too(smollm2_path):
     engine = build_engine(settings)
     engine.load()
     try:
-        engine.complete(request(PROGRAM + "def g", PROGRAM), CancelToken())
+        asked = request(PROGRAM + "def g", PROGRAM)
+        stats = engine.complete(asked, CancelToken()).stats
+        target = engine.loaded.target  # type: ignore[union-attr]
+        room = target.n_ctx - asked.max_tokens  # what the prompt may take, the answer aside
+        assert stats.prompt_tokens_evaluated == stats.prompt_tokens  # (no cache: all of it)
+        assert room // 2 < stats.prompt_tokens <= room
+        assert stats.prompt_tokens < len(target.tokenize(PROGRAM)) // 10  # trimmed, not whole
+        assert stats.tokens > 0  # and the model wrote after it
+        window = detokenize(target, engine.prompt_tokens(asked))
+        assert window.endswith("def f399(x):\n    return x + 399\n\n\ndef g")
+        assert "def f300(" not in window  # the far end of the document is left out
     finally:
         engine.close()
 
