@@ -351,18 +351,89 @@ def test_list_and_table(tmp_path, monkeypatch, caplog):
     ]
 
 
-@pytest.mark.real
-def test_the_real_models_if_pulled(smollm2_path):
-    smol = models.inspect(smollm2_path)
-    assert (smol.key, smol.architecture, smol.n_vocab, smol.has_fim) == (
-        "smollm2-135m",
-        "llama",
-        49152,
-        False,
+# Where the tensor data starts in the pulled files (pinned by their sha256), as the reference
+# reader says: gguf.GGUFReader(path).data_offset. Everything before it is the header.
+WEIGHTS_OFFSET = {"smollm2-135m": 1_785_664, "qwen2.5-coder-1.5b": 5_950_528}
+
+
+class CountedFile:
+    """A file opened for reading whose reads are counted: the bytes read and the furthest offset
+    reached. Only read, seek and tell: another way of reading fails here rather than going
+    uncounted."""
+
+    def __init__(self, handle) -> None:
+        self._handle = handle
+        self.bytes_read = self.furthest = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._handle.read(n)
+        self.bytes_read += len(data)
+        self.furthest = max(self.furthest, self._handle.tell())
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._handle.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> CountedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def inspect_counting_reads(path: Path) -> tuple[models.ModelSummary, int, int]:
+    """models.inspect(path); the bytes it read from `path` and the furthest offset it read to
+    (over every time it opened it)."""
+    import builtins
+    import io
+
+    real_open = io.open
+    opened: list[CountedFile] = []
+
+    def counting_open(file, *args, **kwargs):
+        handle = real_open(file, *args, **kwargs)
+        if isinstance(file, (str, os.PathLike)) and Path(file) == path:
+            opened.append(CountedFile(handle))
+            return opened[-1]
+        return handle
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(io, "open", counting_open)  # (Path.open calls io.open)
+        patch.setattr(builtins, "open", counting_open)
+        summary = models.inspect(path)
+    read = sum(f.bytes_read for f in opened)
+    return summary, read, max((f.furthest for f in opened), default=0)
+
+
+def check_inspected_from_the_header(
+    key: str, path: Path, architecture: str, n_vocab: int, fim: bool
+):
+    """The summary is right, the metadata was read (through the counted file), and nothing past
+    the header was."""
+    summary, read, furthest = inspect_counting_reads(path)
+    assert (summary.key, summary.architecture, summary.n_vocab, summary.has_fim) == (
+        key,
+        architecture,
+        n_vocab,
+        fim,
     )
-    qwen_path = models.installed_path("qwen2.5-coder-1.5b")
-    if qwen_path is not None:
-        start = time.perf_counter()
-        qwen = models.inspect(qwen_path)
-        assert (qwen.architecture, qwen.n_vocab, qwen.has_fim) == ("qwen2", 151936, True)
-        assert time.perf_counter() - start < 2.0  # the header only: the 1 GB of weights stay unread
+    header = WEIGHTS_OFFSET[key]
+    assert read > header // 2, f"{read} bytes read: the vocabulary went uncounted?"
+    assert furthest <= header, f"read to offset {furthest}, past the header ({header})"
+
+
+@pytest.mark.real
+def test_the_real_small_model_is_inspected_from_its_header_only(smollm2_path):
+    check_inspected_from_the_header("smollm2-135m", smollm2_path, "llama", 49152, False)
+
+
+@pytest.mark.qwen
+def test_the_real_target_model_is_inspected_from_its_header_only(qwen_path):
+    """Its header is 6 MB of 1.1 GB: listing the models reads none of the weights."""
+    check_inspected_from_the_header("qwen2.5-coder-1.5b", qwen_path, "qwen2", 151936, True)
