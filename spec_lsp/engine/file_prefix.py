@@ -40,6 +40,7 @@ from spec_lsp.engine.backends.base import (
     common_prefix_len,
     sync,
 )
+from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.prompt import Prompt, PromptBuilder
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest
 from spec_lsp.prompts import window
@@ -58,6 +59,7 @@ class FilePrefix:
         self.text = ""  # the document's text, as of its last edit
         self.request: CompletionRequest | None = None  # its file name and language
         self.snapshot: Snapshot | None = None
+        self.block: Block | None = None  # the context block it opens with (context/block.py)
         self.pending = False  # the text from the anchor is not all evaluated yet
         self.opened = False  # anchored at open (adopt), before any request placed the cursor
         self.evaluated = 0  # tokens evaluated while idle, over all documents
@@ -71,15 +73,28 @@ class FilePrefix:
         room = n_ctx - settings.suffix_tokens - settings.max_tokens - MIDDLE_ROOM
         return max(0, min(settings.file_prefix_tokens, room))
 
+    def text_budget(self, settings: Settings, prompts: PromptBuilder) -> int:
+        """The budget for the file's text: what the context block leaves of it."""
+        budget = self.budget(settings, prompts.target.n_ctx)
+        return max(0, budget - prompts.block_tokens(self.block)) if budget else 0
+
+    def set_block(self, block: Block | None) -> bool:
+        """The context block to open with (chosen while idle). A different one re-evaluates the
+        file prefix from the block on (the KV after a changed token is not reused)."""
+        if (block is None and self.block is None) or (block is not None and block.same(self.block)):
+            return False
+        self.block, self.pending = block, bool(self.document)
+        return True
+
     # -- a request ---------------------------------------------------------------------------
     def prompt(
         self, request: CompletionRequest, prompts: PromptBuilder, settings: Settings
     ) -> Prompt | None:
         """The request's prompt laid out from the anchor, if the document has a file prefix."""
-        budget = self.budget(settings, prompts.target.n_ctx)
+        budget = self.text_budget(settings, prompts)
         if request.document_id != self.document or not budget or self.snapshot is None:
             return None
-        return prompts.build_anchored(request, settings, self.anchor, budget)
+        return prompts.build_anchored(request, settings, self.anchor, budget, self.block)
 
     def held(self, tokens: Sequence[int]) -> int:
         """Tokens of `tokens` the snapshot holds."""
@@ -104,7 +119,7 @@ class FilePrefix:
     ) -> None:
         """After a request or a prewarm at a place: the document and place whose file prefix
         grows next (anchored anew if the place is outside the current one)."""
-        budget = self.budget(settings, prompts.target.n_ctx)
+        budget = self.text_budget(settings, prompts)
         if not budget or not prompts.shares_prefix:
             return
         text = request.prefix + request.suffix
@@ -121,6 +136,8 @@ class FilePrefix:
                     return
             elif prompt.anchored or self._covers(request, prompt, prompts, budget):
                 return
+        if request.document_id != self.document:
+            self.block = None  # chosen for the other document
         self.document, self.request, self.text = request.document_id, request, text
         self.anchor, self.opened = place_anchor(), False
         self.snapshot, self.pending = None, True
@@ -135,6 +152,7 @@ class FilePrefix:
         budget = self.budget(settings, prompts.target.n_ctx)
         if self.document or not budget or not prompts.shares_prefix:
             return False
+        self.block = None
         self.document, self.request = request.document_id, request
         self.text = request.prefix + request.suffix
         self.anchor, self.snapshot, self.pending, self.opened = 0, None, True, True
@@ -171,10 +189,10 @@ class FilePrefix:
         """Evaluate the file prefix further (until done, or cancelled) and keep
         it as the snapshot. `park` saves the live cache first if it holds a request's prompt
         (the next keystroke at that place wants it back). Returns the tokens evaluated."""
-        budget = self.budget(settings, target.n_ctx)
+        budget = self.text_budget(settings, prompts)
         if not self.pending or self.request is None or not budget:
             return 0
-        plan = prompts.file_prefix(self.text, self.request, self.anchor, budget)
+        plan = prompts.file_prefix(self.text, self.request, self.anchor, budget, self.block)
         saved, live = self.held(plan), common_prefix_len(target.tokens, plan)
         if max(saved, live) >= len(plan) - 1 or len(plan) < 2:
             if live > saved + SAVE_AFTER:
@@ -212,7 +230,7 @@ class FilePrefix:
             self.clear()
 
     def clear(self) -> None:
-        self.document, self.text, self.request = "", "", None
+        self.document, self.text, self.request, self.block = "", "", None, None
         self.snapshot, self.pending, self.opened = None, False, False
 
     def memory(self) -> dict[str, Any]:

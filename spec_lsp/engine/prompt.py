@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.backends.base import ModelBackend, detokenize
+from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.types import CompletionRequest, EngineError
 from spec_lsp.prompts import fim, window
 
@@ -32,6 +33,7 @@ class Prompt:
     first_line: int = 0  # the document line the prompt's text before the cursor starts at
     head: int = 0  # tokens up to the end of the text before the split (see split_for_typing)
     anchored: bool = False  # laid out from the file prefix's line, not a window
+    block: Block | None = None  # the context block the prompt opens with
 
 
 class PromptBuilder:
@@ -54,11 +56,19 @@ class PromptBuilder:
         so that places in a file can share a prefix's KV."""
         return self.template is None or not self.template.suffix_first
 
-    def build(self, request: CompletionRequest, settings: Settings) -> Prompt:
-        return self._healed(request, *self.tokens(request, settings))
+    def build(
+        self, request: CompletionRequest, settings: Settings, block: Block | None = None
+    ) -> Prompt:
+        """The window around the cursor (after the context block, if given)."""
+        return replace(self._healed(request, *self.tokens(request, settings, block)), block=block)
 
     def build_anchored(
-        self, request: CompletionRequest, settings: Settings, anchor: int, budget: int
+        self,
+        request: CompletionRequest,
+        settings: Settings,
+        anchor: int,
+        budget: int,
+        block: Block | None = None,
     ) -> Prompt | None:
         """The prompt with the text before the cursor from line `anchor` on (instead of the
         window); None if that is over `budget` tokens, or the prompt over the context."""
@@ -69,16 +79,26 @@ class PromptBuilder:
         suffix = window.suffix_window(
             request.suffix, count_tokens=self.count, budget=settings.suffix_tokens
         )
-        tokens, last, head = self._assemble(request, before, suffix, cursor_line)
-        if head > budget or len(tokens) > self.target.n_ctx - request.max_tokens - 8:
+        tokens, last, head = self._assemble(request, before, suffix, cursor_line, block)
+        if head > budget + self.block_tokens(block) or (
+            len(tokens) > self.target.n_ctx - request.max_tokens - 8
+        ):
             return None
-        return replace(self._healed(request, tokens, last, anchor, head), anchored=True)
+        return replace(
+            self._healed(request, tokens, last, anchor, head), anchored=True, block=block
+        )
 
     def file_prefix(
-        self, text: str, request: CompletionRequest, anchor: int, budget: int
+        self,
+        text: str,
+        request: CompletionRequest,
+        anchor: int,
+        budget: int,
+        block: Block | None = None,
     ) -> list[int]:
         """The tokens every anchored prompt at a place of `text` below `anchor` starts with:
-        the template's opening and the text from line `anchor` on, at most `budget` tokens."""
+        the context block, the template's opening and the text from line `anchor` on, at most
+        `budget` tokens besides the block's."""
         start = window.line_offset(text, anchor)
         end, used = start, 0
         for chunk in window.line_chunks(text[start : start + budget * 16]):
@@ -86,8 +106,24 @@ class PromptBuilder:
             end += len(chunk)
             if used >= budget:
                 break
-        tokens, _last, head = self._assemble(request, text[start:end], "", -1)
-        return tokens[: min(head, budget)]
+        tokens, _last, head = self._assemble(request, text[start:end], "", -1, block)
+        return tokens[: min(head, budget + self.block_tokens(block))]
+
+    def block_tokens(self, block: Block | None) -> int:
+        """What the context block takes at a prompt's head (its own tokens and its markers)."""
+        if block is None:
+            return 0
+        if block.tokens < 0:
+            segments = fim.build_prompt(self.template, prefix="", suffix="", **block.layout())
+            empty = fim.build_prompt(self.template, prefix="", suffix="")
+            block.tokens = self._count_segments(segments) - self._count_segments(empty)
+        return block.tokens
+
+    def _count_segments(self, segments: Sequence[fim.Segment]) -> int:
+        return sum(
+            len(self.target.tokenize(s.text, special=True)) if s.special else self.count(s.text)
+            for s in segments
+        )
 
     def text(self, prompt: Prompt, tokens: list[int]) -> str:
         """What generated `tokens` add to the user's text (healing undone)."""
@@ -105,7 +141,7 @@ class PromptBuilder:
         return [t for chunk in window.line_chunks(text) for t in tokenize(chunk)]
 
     def tokens(
-        self, request: CompletionRequest, settings: Settings
+        self, request: CompletionRequest, settings: Settings, block: Block | None = None
     ) -> tuple[list[int], list[int], int, int]:
         """The prompt's tokens; the last token if it is the user's text (for healing); the
         line the window starts at; the tokens up to the end of the head (before the split)."""
@@ -120,7 +156,7 @@ class PromptBuilder:
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
             )
-            tokens, last, head = self._assemble(request, prefix, suffix, cursor_line)
+            tokens, last, head = self._assemble(request, prefix, suffix, cursor_line, block)
             if len(tokens) <= room:
                 return tokens, last, cursor_line - prefix.count("\n"), head
             prefix_budget, suffix_budget = prefix_budget // 2, suffix_budget // 2
@@ -130,10 +166,16 @@ class PromptBuilder:
         )
 
     def _assemble(
-        self, request: CompletionRequest, before: str, suffix: str, cursor_line: int
+        self,
+        request: CompletionRequest,
+        before: str,
+        suffix: str,
+        cursor_line: int,
+        block: Block | None = None,
     ) -> tuple[list[int], list[int], int]:
         """(tokens, the last token if the user's, the tokens up to the end of the head) for the
-        text `before` the cursor and the `suffix`; cursor_line -1: all of `before` is head."""
+        text `before` the cursor and the `suffix`, after the context block if any;
+        cursor_line -1: all of `before` is head."""
         if cursor_line < 0:
             head_text, middle = before, ""
         else:
@@ -144,6 +186,7 @@ class PromptBuilder:
             suffix=suffix,
             file_name=request.file_name,
             language=request.language,
+            **(block.layout() if block is not None else {}),
         )
         target = self.target
         tokens: list[int] = []

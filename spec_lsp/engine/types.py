@@ -86,6 +86,11 @@ class DecodeStats:
     # by then (a word, number or operator still growing)
     first_answer_cut: bool = False
     first_answer_dropped_chars: int = 0
+    # the context block the prompt opened with: its parts (path, lines, why), its tokens, and
+    # how many of them came from the KV cache
+    context_chunks: list[dict[str, Any]] = field(default_factory=list)
+    context_tokens: int = 0
+    context_cached_tokens: int = 0
 
     @property
     def acceptance_rate(self) -> float:

@@ -13,8 +13,10 @@ return the variant whose tokens the model has.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+
+from spec_lsp.prompts.comments import as_comments
 
 HasToken = Callable[[str], bool]
 
@@ -33,6 +35,8 @@ class FimTemplate:
     marker_lead: str = ""  # text before the suffix/middle markers (CodeLlama, plain spelling)
     identifying: tuple[str, ...] = ()  # tokens telling this family from one with equal markers
     variant: str = ""  # which spelling of the family this is (for logs)
+    repo_marker: str = ""  # token that opens the repository format (other files go first)
+    repo_name_end: str = ""  # text after the repository's name (Qwen: a newline)
 
     @property
     def markers(self) -> tuple[str, ...]:
@@ -71,6 +75,8 @@ VARIANTS: dict[str, tuple[FimTemplate, ...]] = {
                 "<|fim_middle|>",
                 ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>", "<|im_end|>"),
                 file_marker="<|file_sep|>",
+                repo_marker="<|repo_name|>",
+                repo_name_end="\n",
             )
         ],
     ),
@@ -104,6 +110,7 @@ VARIANTS: dict[str, tuple[FimTemplate, ...]] = {
                 name_in_prefix=True,
                 identifying=("<file_sep>",),
                 variant="starcoder2",
+                repo_marker="<repo_name>",
             ),
             FimTemplate(
                 "",
@@ -249,15 +256,28 @@ def build_prompt(
     suffix: str,
     file_name: str = "",
     language: str = "",
+    context: Sequence[tuple[str, str]] = (),
+    repo: str = "",
 ) -> list[Segment]:
-    """The prompt's segments, most stable first (file name, then prefix in P-S-M order).
+    """The prompt's segments, most stable first (other files, the file name, then the prefix in
+    P-S-M order).
 
-    `language` has no place in any supported template; the file name carries it. Without a
-    template the prompt is the prefix alone (no header: plain models continue code best)."""
-    del language  # accepted so callers need not know which templates use what
-    if template is None:
-        return _joined([Segment(prefix, False)])
+    `context`: (path, text) of other files' parts, shown first: in the model's repository
+    format where it has one (`repo` names the repository), else as comments opening the
+    prefix, in the file's language (`context.as_comments`). Without a template the prompt is
+    the prefix alone (no header: plain models continue code best)."""
     t = template
+    if t is not None and t.repo_marker and context:
+        others = [Segment(t.repo_marker, True), Segment(repo + t.repo_name_end, False)]
+        for path, text in context:
+            lines = text if text.endswith("\n") else text + "\n"
+            others += [Segment(t.file_marker, True), Segment(f"{path}\n{lines}", False)]
+        return _joined(others + build_prompt(t, prefix=prefix, suffix=suffix, file_name=file_name))
+    if context:
+        shown = "".join(as_comments(path, text, language, file_name) for path, text in context)
+        prefix = shown + prefix
+    if t is None:
+        return _joined([Segment(prefix, False)])
     name_line = file_name.replace("\r", " ").replace("\n", " ").strip()
     name_line = f"{name_line}\n" if name_line and t.file_marker else ""
     head: list[Segment] = []

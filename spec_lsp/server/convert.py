@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Sequence
 from itertools import accumulate
+from urllib.parse import unquote, urlparse
+from urllib.request import url2pathname
 
 from lsprotocol import types as lsp
 from pygls.workspace import TextDocument
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import Completion, CompletionRequest, SamplingParams
+from spec_lsp.textdiff import common_prefix, common_suffix
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -74,8 +77,7 @@ def edit_end(old: str, new: str) -> int | None:
     if old == new:
         return None
     shortest = min(len(old), len(new))
-    prefix = _common_length(old, new, shortest, lambda text, a, b: text[a:b])
-    suffix = _common_length(old, new, shortest, lambda text, a, b: text[len(text) - b : -a or None])
+    prefix, suffix = common_prefix(old, new), common_suffix(old, new)
     earliest = len(new) - suffix
     latest = len(new) - min(suffix, shortest - prefix)
     if earliest < latest:
@@ -83,18 +85,6 @@ def edit_end(old: str, new: str) -> int | None:
         if line_end is not None:
             return line_end.start()
     return latest
-
-
-def _common_length(a: str, b: str, most: int, part: Callable[[str, int, int], str]) -> int:
-    """The length n <= most of the longest common run that part(text, 0, n) reads."""
-    low, high = 0, most  # part(a, 0, low) == part(b, 0, low); none longer than high
-    while low < high:
-        middle = (low + high + 1) // 2
-        if part(a, low, middle) == part(b, low, middle):
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def position_at(document: TextDocument, offset: int) -> lsp.Position:
@@ -214,3 +204,29 @@ def to_completion_list(
         sort_text="0",
     )
     return lsp.CompletionList(is_incomplete=True, items=[item])
+
+
+def workspace_folders(params: lsp.InitializeParams) -> list[str]:
+    """The folders the editor opened, as local paths: workspaceFolders, else rootUri, else
+    the deprecated rootPath."""
+    if params.workspace_folders:
+        return local_paths([folder.uri for folder in params.workspace_folders])
+    if params.root_uri:
+        return local_paths([params.root_uri])
+    return [params.root_path] if params.root_path else []
+
+
+def local_paths(uris: Sequence[str]) -> list[str]:
+    """The file-system paths of `file:` URIs (others are not on this machine)."""
+    return [uri_to_path(uri) for uri in uris if uri.startswith("file:")]
+
+
+def uri_to_path(uri: str) -> str:
+    return url2pathname(unquote(urlparse(uri).path))
+
+
+def file_events(events: Sequence[lsp.FileEvent]) -> tuple[list[str], list[str]]:
+    """(created or changed, deleted) local paths of didChangeWatchedFiles events."""
+    changed = [e.uri for e in events if e.type != lsp.FileChangeType.Deleted]
+    deleted = [e.uri for e in events if e.type == lsp.FileChangeType.Deleted]
+    return local_paths(changed), local_paths(deleted)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2] / "spec_lsp"
 
 # Top-level layers, lowest first: a module may import its own layer's modules and lower ones.
 TOP_LAYERS = [
-    {"spec_lsp", "spec_lsp.config", "spec_lsp.gguf_meta"},
+    {"spec_lsp", "spec_lsp.config", "spec_lsp.gguf_meta", "spec_lsp.textdiff"},
     {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)
     {"spec_lsp.engine"},
     {"spec_lsp.server", "spec_lsp.bench", "spec_lsp.doctor"},
@@ -31,7 +31,7 @@ ENGINE_LAYERS = [
     {"backends", "sampling"},
     {"policy"},
     {"drafters"},
-    {"decode", "cache"},
+    {"decode", "cache", "context"},
     {
         "prompt",
         "remote_prompt",

@@ -1,0 +1,45 @@
+"""The context block: other files' parts at the head of every prompt in a document.
+
+A block is chosen for a document (ranking.select) and kept until the document's focus changes:
+its text must stay the same from request to request, because its KV is reused only as a prefix
+of identical tokens. It is evaluated while the person reads (the file prefix grows after it);
+a request uses it only when that costs no more than the prompt without it (engine._prompt).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_lsp.engine.context.types import ContextChunk
+
+
+@dataclass(eq=False)
+class Block:
+    document: str  # the document it was chosen for
+    chunks: tuple[ContextChunk, ...]
+    repo: str  # the repository's name, as the model's repository format shows it
+    tokens: int = -1  # what it takes at a prompt's head (PromptBuilder.block_tokens)
+    key: tuple[Any, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = (self.repo, tuple((c.path, c.text) for c in self.chunks))
+
+    def same(self, other: Block | None) -> bool:
+        """The same text at the prompt's head (so the same KV)."""
+        return other is not None and other.key == self.key
+
+    def layout(self) -> dict[str, Any]:
+        """fim.build_prompt's arguments for the block."""
+        return {"context": [(c.path, c.text) for c in self.chunks], "repo": self.repo}
+
+    def describe(self) -> list[dict[str, Any]]:
+        """What went in and why (stats, logs)."""
+        return [
+            {
+                "path": c.path,
+                "lines": [c.start_line + 1, c.end_line],
+                "reason": c.reason,
+            }
+            for c in self.chunks
+        ]

@@ -1,0 +1,18 @@
+"""The plain values the context stage passes around."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ContextChunk:
+    """A part of another file shown to the model: where it is, its text, and why it was chosen
+    ("definition:<name>", "similar", "recent_edit", "import:<module>")."""
+
+    path: str  # workspace-relative (or the document's own name outside any folder)
+    start_line: int  # 0-based, inclusive
+    end_line: int  # exclusive
+    text: str
+    reason: str
+    score: float = 0.0
