@@ -152,9 +152,9 @@ def test_unset_threads_follow_the_free_cores(smollm2_path):
 
 
 def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_tie(smollm2_path):
-    """SmolLM2 drafting for itself at T = 0 does not accept every draft token. The draft is in
-    step: at each proposal its cache holds exactly the committed text. Where a draft token is
-    rejected, it and the token the target chose are a near-tie (within 1.0 of each other when
+    """SmolLM2 drafting for itself at T = 0 may not accept every draft token (on some CPUs it
+    does). The draft is in step: at each proposal its cache holds exactly the committed text.
+    Where a draft token is rejected, it and the token the target chose are a near-tie (within 1.0 of each other when
     the position is evaluated on its own): the draft and the target computed that position in
     batches of different shapes (a catch-up, a verify batch), and llama.cpp's CPU kernels give
     a row different logits in different batches (measured up to ~0.85 on this model)."""
@@ -214,8 +214,10 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
                     rejected.append((start + j, token))
                     break
         assert all(in_step) and len(in_step) == len(proposals) > 0
-        assert stats.accepted < stats.drafted == sum(len(t) for _, t in proposals)
-        assert rejected, "every draft token accepted: nothing left to explain"
+        assert stats.drafted == sum(len(t) for _, t in proposals)
+        # whether any near-tie flips depends on the CPU's kernels (on some machines none does,
+        # and the self-draft is accepted whole): every rejection there is must be explained
+        assert (stats.accepted < stats.drafted) == bool(rejected)
         for position, token in rejected:
             alone = single[position]
             assert int(np.argmax(rows[position])) == committed[position] != token
