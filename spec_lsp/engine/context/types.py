@@ -16,3 +16,15 @@ class ContextChunk:
     text: str
     reason: str
     score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A name a file defines: a function, class, type, constant... (symbols.definitions)."""
+
+    name: str
+    kind: str  # the syntax node's type: "function_definition", "class_declaration", ...
+    start_line: int  # 0-based, inclusive (a decorated definition from its first decorator)
+    end_line: int  # exclusive
+    head_end: int  # the line after its head (signature): where its body starts
+    parent: str = ""  # the name of the definition holding it (a method's class), "" at top level
