@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from spec_lsp.engine.context import symbols
-from spec_lsp.engine.context.symbols import SymbolIndex, bound_names, definitions
+from spec_lsp.engine.context.symbols import SymbolIndex, around, definitions
 
 PYTHON = '''import os
 from .shapes import area
@@ -196,12 +196,36 @@ def test_broken_code_still_gives_what_parses() -> None:
     assert "ok" in names and "Fine" in names
 
 
-def test_bound_names_are_the_files_definitions_and_the_enclosing_functions_locals() -> None:
+def test_around_a_place_the_names_used_in_code_and_those_bound() -> None:
+    text = PYTHON + "\n\ndef use(values):\n    # area in a comment, LIMIT in a string\n"
+    text += '    total = scale(values, "LIMIT") + os.sep.join(area)\n    return tot'
+    line = text.count("\n")
+    found = around("m.py", text, (line - 3, line + 1), (line, len("    return tot")))
+    assert found is not None
+    used, bound = found
+    assert [(u.name, u.line - line, u.receiver) for u in used] == [
+        ("use", -3, None),
+        ("values", -3, None),
+        ("total", -1, None),
+        ("scale", -1, None),
+        ("values", -1, None),
+        ("os", -1, None),
+        ("sep", -1, "os"),
+        ("join", -1, ""),  # its receiver is no plain name
+        ("area", -1, None),
+        # not `tot`, the word being typed; nothing from the comment and the string
+    ]
+    assert {"values", "total", "Circle", "scale", "LIMIT", "area"} <= bound
+    assert "local" not in bound  # a local of another function
+    assert "os" not in bound and "join" not in bound
+
+
+def test_around_binds_the_locals_of_the_functions_holding_the_lines() -> None:
     line = PYTHON.splitlines().index("    return result")
-    names = bound_names("m.py", PYTHON, line)
-    assert {"shape", "factor", "result", "Circle", "scale", "LIMIT"} <= names
-    assert "local" not in names  # a local of another function
-    assert "os" not in names and "area" in names  # (area: Circle's method)
+    found = around("m.py", PYTHON, (line, line + 1), (line, 0))
+    assert found is not None
+    assert {"shape", "factor", "result"} <= found[1]
+    assert around("notes.txt", "x = 1", (0, 1), (0, 0)) is None
 
 
 def test_the_index_looks_names_up_across_files_and_forgets_removed_ones() -> None:

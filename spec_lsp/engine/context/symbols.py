@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from spec_lsp.engine.context.types import Definition
@@ -288,28 +289,82 @@ def _python_assignment(statement: Any, span: Any, out: list[Definition]) -> None
             )
 
 
-# -- names bound near a place (locals, parameters) ---------------------------------------------
-_BINDING_FIELDS = ("left", "name", "pattern", "declarator", "alias")
+# -- the names around a place: those used, those bound -----------------------------------------
+_BINDING_FIELDS = ("left", "pattern", "declarator", "alias")
+_NAMING = ("_definition", "_declaration", "_declarator", "_spec", "_item", "_pattern")
 _SKIPPED_IN_BINDINGS = ("attribute", "member_expression", "subscript", "field_expression", "call")
+_RECEIVER_FIELDS = ("object", "operand", "value", "argument", "path", "scope")
+_MEMBER_FIELDS = ("attribute", "property", "field", "name")
+_NOT_CODE = ("comment", "string", "heredoc")
 
 
-def bound_names(path: str, text: str, line: int) -> set[str]:
-    """The names the file binds around `line`: its definitions (all of them, anywhere), and
-    the parameters and assignment targets of the functions enclosing the line (a local named
-    like another file's definition is not that definition)."""
+@dataclass(frozen=True)
+class Used:
+    """A name used in code (not in a comment or a string)."""
+
+    name: str
+    line: int
+    receiver: str | None  # `a` of `a.name` ("" when it is not a plain name); None: a bare name
+
+
+def around(
+    path: str, text: str, lines: tuple[int, int], cursor: tuple[int, int]
+) -> tuple[list[Used], set[str]] | None:
+    """The names used in code on `lines` (first, past the last) but the one at `cursor` (line,
+    character: the word being typed), and the names the file binds there: its definitions
+    (anywhere in it), the parameters and assignment targets of the functions around the lines
+    (a local named like another file's definition is not that definition). None for a
+    language without a grammar here."""
     tree = parse(path, text)
     if tree is None:
-        return set()
-    names: set[str] = set()
+        return None
+    row, column = cursor
+    source_lines = text.split("\n")
+    at = (row, len(source_lines[row][:column].encode("utf-8")) if row < len(source_lines) else 0)
+    first, last = lines
+    used: list[Used] = []
+    functions: list[Any] = []
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.end_point[0] < first or node.start_point[0] >= last:
+            continue
+        kind = node.type
+        if any(word in kind for word in _NOT_CODE):
+            continue
+        if is_function(kind):
+            functions.append(node)
+        if kind in _NAME_TYPES and not (node.start_point <= at <= node.end_point):
+            used.append(Used(_text(node), node.start_point[0], _receiver(node)))
+        stack.extend(reversed(node.named_children))
     found: list[Definition] = []
     _walk(tree.root_node, "", 0, found, python=path.endswith((".py", ".pyi", ".pyw")))
-    names.update(d.name for d in found)
-    node = tree.root_node.descendant_for_point_range((line, 0), (line, 0))
-    while node is not None:
+    bound = {d.name for d in found}
+    node = tree.root_node.descendant_for_point_range((first, 0), (first, 0))
+    while node is not None:  # the functions holding the lines
         if is_function(node.type):
-            names.update(_bindings(node))
+            functions.append(node)
         node = node.parent
-    return names
+    for function in functions:
+        bound.update(_bindings(function))
+    return used, bound
+
+
+def _text(node: Any) -> str:
+    return str(node.text.decode("utf-8", "replace"))
+
+
+def _receiver(node: Any) -> str | None:
+    parent = node.parent
+    if parent is None:
+        return None
+    if not any(parent.child_by_field_name(f) == node for f in _MEMBER_FIELDS):
+        return None
+    for field in _RECEIVER_FIELDS:
+        target = parent.child_by_field_name(field)
+        if target is not None and target != node:
+            return _text(target) if target.type in _NAME_TYPES else ""
+    return None
 
 
 def _bindings(function: Any) -> Iterator[str]:
@@ -321,7 +376,8 @@ def _bindings(function: Any) -> Iterator[str]:
         if "parameter" in node.type:
             yield from _identifiers(node)
             continue
-        for field in _BINDING_FIELDS:
+        fields = _BINDING_FIELDS + (("name",) if node.type.endswith(_NAMING) else ())
+        for field in fields:
             target = node.child_by_field_name(field)
             if target is not None:
                 yield from _identifiers(target)
@@ -330,7 +386,7 @@ def _bindings(function: Any) -> Iterator[str]:
 
 def _identifiers(node: Any, depth: int = 0) -> Iterable[str]:
     if node.type == "identifier":
-        return [node.text.decode("utf-8", "replace")]
+        return [_text(node)]
     if depth > 4 or node.type.startswith(_SKIPPED_IN_BINDINGS):
         return []
     return [name for child in node.named_children for name in _identifiers(child, depth + 1)]

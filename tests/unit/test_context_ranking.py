@@ -1,0 +1,303 @@
+"""Which other files' parts the model is shown: definitions of the names used near the cursor
+first (as the file's imports resolve them), then the imported files' outlines, similar chunks of
+open documents, recent edits; within the budget, never repeating the window, the same for the
+same inputs and across a keystroke at the cursor."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from spec_lsp.engine.context.ranking import select
+from spec_lsp.engine.context.symbols import SymbolIndex
+from spec_lsp.engine.context.types import ContextChunk
+from spec_lsp.engine.context.workspace import Workspace
+
+SHAPES = '''"""Shapes."""
+
+
+def polygon_area(points):
+    """The area of a simple polygon (shoelace formula)."""
+    total = 0.0
+    for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1]):
+        total += x1 * y2 - x2 * y1
+    return abs(total) / 2
+
+
+def perimeter(points):
+    return sum(dist(a, b) for a, b in zip(points, points[1:] + points[:1]))
+'''
+UNITS = "SCALE = 2.5\n\n\ndef to_metres(value):\n    return value * SCALE\n"
+NOISE = "def unrelated(a):\n    return a\n"
+MAIN = """from shapes import polygon_area, perimeter
+from units import to_metres
+
+
+def report(points):
+    size = len(points)
+    area = polygon_area(points)
+    return area, """
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def choose(
+    current: str,
+    text: str,
+    documents: dict[str, str],
+    *,
+    cursor: int | None = None,
+    window: tuple[int, int] = (0, 0),
+    budget: int = 1000,
+    recent: list[tuple[str, int, int]] | None = None,
+    workspace: Workspace | None = None,
+    index: SymbolIndex | None = None,
+) -> list[ContextChunk]:
+    if index is None:
+        index = SymbolIndex()
+        for path, doc in sorted(documents.items()):
+            index.update(path, doc)
+    return select(
+        path=current,
+        text=text,
+        cursor=len(text) if cursor is None else cursor,
+        window=window,
+        open_documents=documents,
+        workspace=workspace,
+        index=index,
+        recent_edits=recent or [],
+        budget=budget,
+        count_tokens=words,
+    )
+
+
+def tabs(**extra: str) -> dict[str, str]:
+    return {"/p/main.py": MAIN, "/p/shapes.py": SHAPES, "/p/units.py": UNITS, **extra}
+
+
+def test_a_name_used_near_the_cursor_defined_in_another_tab_comes_first() -> None:
+    chunks = choose("/p/main.py", MAIN, tabs(**{"/p/noise.py": NOISE}))
+    first = chunks[0]
+    assert (first.path, first.reason) == ("shapes.py", "definition:polygon_area")
+    assert first.text.startswith("def polygon_area(points):") and "abs(total)" in first.text
+    assert (first.start_line, first.end_line) == (3, 9)
+    reasons = [c.reason for c in chunks]
+    assert "definition:to_metres" in reasons  # imported, used nowhere yet: about to be
+    assert all(c.path != "main.py" for c in chunks)
+    assert all("unrelated" not in c.text for c in chunks)
+
+
+def test_the_budget_holds_at_every_size() -> None:
+    documents = tabs(**{"/p/noise.py": NOISE})
+    for budget in range(0, 120, 3):
+        chunks = choose("/p/main.py", MAIN, documents, budget=budget)
+        assert sum(words(c.text) for c in chunks) <= budget
+    assert choose("/p/main.py", MAIN, documents, budget=0) == []
+    small = choose("/p/main.py", MAIN, documents, budget=12)
+    assert small and small[0].reason == "definition:polygon_area"  # its head, if not all
+    assert small[0].text.startswith("def polygon_area(points):")
+
+
+def test_chunks_of_the_current_file_overlapping_its_window_are_dropped() -> None:
+    long_main = MAIN.replace("def report", "# padding\n" * 80 + "def report")
+    recent = [("/p/main.py", 2, 4), ("/p/main.py", 85, 86), ("/p/units.py", 3, 5)]
+    here = long_main.count("\n")
+    documents = tabs(**{"/p/main.py": long_main})
+    chunks = choose("/p/main.py", long_main, documents, window=(60, here + 1), recent=recent)
+    edits = [(c.path, c.start_line, c.end_line) for c in chunks if c.reason == "recent_edit"]
+    assert edits == [("main.py", 0, 8)]  # lines 2-4 and four around them: not in the window
+    # (units.py's edit is in to_metres, shown already)
+
+
+def test_a_name_imported_and_used_nowhere_yet_far_above_the_cursor() -> None:
+    filler = "def step(points):\n    return perimeter(points)\n\n"  # far from the cursor
+    filler += "".join(f"def step_{i}(points):\n    return {i}\n\n" for i in range(20))
+    main = MAIN.replace("def report", filler + "def report")
+    reasons = [c.reason for c in choose("/p/main.py", main, tabs(**{"/p/main.py": main}))]
+    assert "definition:to_metres" in reasons  # its import is 60 lines above: about to be used
+    assert "definition:perimeter" not in reasons  # used already, not near the cursor
+    assert "import:shapes" in reasons  # (perimeter's head is in its outline)
+
+
+def test_overlapping_chunks_are_shown_once() -> None:
+    recent = [("/p/shapes.py", 5, 6)]  # inside polygon_area, shown already as its definition
+    chunks = choose("/p/main.py", MAIN, tabs(), recent=recent)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for c in chunks:
+        for s, e in spans.get(c.path, []):
+            assert c.end_line <= s or e <= c.start_line or c.reason.startswith("import:"), chunks
+        spans.setdefault(c.path, []).append((c.start_line, c.end_line))
+    assert not any(c.reason == "recent_edit" and c.path == "shapes.py" for c in chunks)
+
+
+def test_the_same_inputs_give_the_same_block_whatever_the_order_of_the_documents() -> None:
+    documents = tabs(**{f"/p/n{i}.py": NOISE.replace("unrelated", f"f{i}") for i in range(8)})
+    documents |= {f"/p/twin{i}.py": MAIN.replace("report", f"twin{i}") for i in range(4)}
+    first = choose("/p/main.py", MAIN, documents)
+    items = list(documents.items())
+    for seed in range(5):
+        random.Random(seed).shuffle(items)
+        index = SymbolIndex()
+        for path, text in items:
+            index.update(path, text)
+        assert choose("/p/main.py", MAIN, dict(items), index=index) == first
+
+
+def test_typing_a_character_at_the_cursor_keeps_the_block() -> None:
+    text = MAIN + "perimete"
+    before = choose("/p/main.py", text, tabs())
+    for typed in ("r", "x", "_"):
+        assert choose("/p/main.py", text + typed, tabs()) == before, typed
+    # (the name being typed is not looked up: `perimeter` keeps its place, after to_metres)
+    reasons = [c.reason for c in before]
+    assert reasons.index("definition:to_metres") < reasons.index("definition:perimeter")
+    assert choose("/p/main.py", MAIN + "perimeter(", tabs()) != before  # typed: it counts
+
+
+def test_a_long_class_is_shown_as_its_outline() -> None:
+    methods = "".join(
+        f"    def method_{i}(self, value):\n"
+        + "".join(f"        value = value + {j}\n" for j in range(6))
+        + "        return value\n\n"
+        for i in range(12)
+    )
+    big = '@dataclass\nclass Engine:\n    """Runs."""\n\n    name: str = "x"\n\n' + methods
+    main = "from engine import Engine\n\n\ndef run():\n    e = Engine()\n    return e."
+    chunks = choose("/p/main.py", main, {"/p/main.py": main, "/p/engine.py": big})
+    outline = chunks[0]
+    assert outline.reason == "definition:Engine"
+    assert outline.text.startswith('@dataclass\nclass Engine:\n    """Runs."""')
+    assert 'name: str = "x"' in outline.text
+    assert "    def method_0(self, value):\n        ..." in outline.text
+    assert "value = value + 3" not in outline.text
+    assert (outline.start_line, outline.end_line) == (0, big.rstrip().count("\n") + 1)
+
+
+def test_the_import_says_which_of_several_definitions() -> None:
+    others = {
+        f"/p/pkg{i}/shapes.py": SHAPES.replace("abs(total)", f"total * {i}") for i in range(6)
+    }
+    main = "from .shapes import polygon_area\n\n\ndef f(points):\n    return polygon_area(points)\n"
+    documents = {"/p/pkg3/main.py": main, **others}
+    chunks = choose("/p/pkg3/main.py", main, documents)
+    assert chunks[0].reason == "definition:polygon_area"
+    assert "total * 3" in chunks[0].text and chunks[0].path == "shapes.py"
+    # no import to say which: a name defined in more than three places is passed over
+    bare = "def f(points):\n    return polygon_area(points)\n"
+    assert not any(
+        c.reason.startswith("definition:")
+        for c in choose("/q/main.py", bare, {"/q/main.py": bare, **others})
+    )
+
+
+def test_a_module_imported_whole_resolves_its_attributes() -> None:
+    main = "import pkg.geometry as geo\n\n\ndef f(points):\n    return geo.polygon_area(points)\n"
+    documents = {
+        "/p/main.py": main,
+        "/p/pkg/geometry.py": SHAPES,
+        "/p/other/a.py": "class A:\n    def polygon_area(self):\n        return 0\n",
+    }
+    chunks = choose("/p/main.py", main, documents)
+    assert (chunks[0].path, chunks[0].reason) == ("pkg/geometry.py", "definition:polygon_area")
+
+
+def test_names_the_file_binds_itself_are_not_looked_up() -> None:
+    main = "def f(polygon_area):\n    size = polygon_area * 2\n    return size + "
+    chunks = choose("/p/main.py", main, {"/p/main.py": main, "/p/shapes.py": SHAPES})
+    assert not any(c.reason.startswith("definition:") for c in chunks)
+
+
+def test_a_name_used_only_as_an_attribute_is_a_members_unless_it_is_a_builtin_types() -> None:
+    main = "def f(users, key):\n    found = users.get(key)\n    return users.lookup_user(key)\n"
+    store = "class Store:\n    def get(self, key):\n        return 1\n\n"
+    store += "    def lookup_user(self, key):\n        return 2\n"
+    top = "def lookup_user(key):\n    return 3\n"  # not a member: not `users.lookup_user`
+    documents = {"/p/main.py": main, "/p/store.py": store, "/p/top.py": top}
+    chunks = choose("/p/main.py", main, documents)
+    definitions = [(c.path, c.text.split("\n")[0]) for c in chunks if c.reason.startswith("def")]
+    assert definitions == [("store.py", "    def lookup_user(self, key):")]
+
+
+def test_a_similar_chunk_of_an_open_document() -> None:
+    main = "def handle(request, session):\n    user = session.lookup(request.user_id)\n    "
+    similar = "def other(request, session):\n    token = session.lookup(request.token_id)\n"
+    documents = {"/p/main.py": main, "/p/views.py": similar, "/p/far.py": "X = 1\nY = 2\n"}
+    chunks = choose("/p/main.py", main, documents)
+    assert [(c.path, c.reason) for c in chunks] == [("views.py", "similar")]
+    assert chunks[0].score > 0.1
+
+
+def test_recent_edits_newest_first() -> None:
+    a = "\n".join(f"a{i} = {i}" for i in range(100))
+    b = "\n".join(f"b{i} = {i}" for i in range(100))
+    main = "x = 1\n"
+    documents = {"/p/main.py": main, "/p/a.py": a, "/p/b.py": b}
+    recent = [("/p/a.py", 50, 51), ("/p/b.py", 10, 12)]
+    chunks = choose("/p/main.py", main, documents, recent=recent)
+    assert [(c.path, c.start_line, c.end_line, c.reason) for c in chunks] == [
+        ("b.py", 6, 16, "recent_edit"),
+        ("a.py", 46, 55, "recent_edit"),
+    ]
+    assert chunks[0].text.startswith("b6 = 6\n")
+
+
+def test_files_only_on_disk_in_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "geometry").mkdir()
+    (tmp_path / "geometry" / "shapes.py").write_text(
+        SHAPES + "\n\ndef centroid(points):\n    ...\n"
+    )
+    (tmp_path / "main.py").write_text(MAIN)
+    workspace = Workspace()
+    workspace.set_folders([str(tmp_path)])
+    index = SymbolIndex()
+    for path, text in workspace.files().items():
+        index.update(path, text)
+    current = str(tmp_path / "main.py")
+    main = MAIN.replace("from shapes", "from geometry.shapes")
+    chunks = choose(current, main, {current: main}, workspace=workspace, index=index)
+    assert (chunks[0].path, chunks[0].reason) == ("geometry/shapes.py", "definition:polygon_area")
+    outline = next(c for c in chunks if c.reason == "import:geometry.shapes")
+    assert outline.text == "def centroid(points):\n    ..."  # the rest is shown already
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("/p/app.ts", "import { polygonArea } from './geo';\n\nconst a = polygonArea(pts);\n"),
+        ("/p/app.js", "const geo = require('./geo');\n\nconst a = geo.polygonArea(pts);\n"),
+    ],
+)
+def test_javascript_imports_resolve_relative_modules(path: str, text: str) -> None:
+    geo = "export function polygonArea(points) {\n  return 0;\n}\n"
+    decoy = "export function polygonArea(p) {\n  return 1;\n}\n"
+    documents = {path: text, "/p/geo.ts": geo, **{f"/x{i}/geo.ts": decoy for i in range(5)}}
+    chunks = choose(path, text, documents)
+    assert (chunks[0].path, chunks[0].reason) == ("geo.ts", "definition:polygonArea")
+    assert "return 0" in chunks[0].text
+
+
+def test_a_file_in_a_language_without_a_grammar_still_gets_similar_chunks() -> None:
+    main = "alpha beta gamma delta\nepsilon zeta eta theta\n"
+    documents = {"/p/notes.txt": main, "/p/other.txt": "alpha beta gamma delta\niota\n"}
+    chunks = choose("/p/notes.txt", main, documents)
+    assert [(c.path, c.reason) for c in chunks] == [("other.txt", "similar")]
+
+
+def test_an_imported_files_outline_shows_its_classes_methods() -> None:
+    models = (
+        "class User:\n    def __init__(self, name):\n        self.name = name\n\n"
+        "    def greet(self, other):\n        return f'hi {other}'\n\n\n"
+        "def make_user(name):\n    return User(name)\n"
+    )
+    main = "import models\n\n\ndef f():\n    return "
+    chunks = choose("/p/main.py", main, {"/p/main.py": main, "/p/models.py": models})
+    assert [(c.path, c.reason) for c in chunks] == [("models.py", "import:models")]
+    assert chunks[0].text == (
+        "class User:\n    def __init__(self, name):\n        ...\n"
+        "    def greet(self, other):\n        ...\n"
+        "def make_user(name):\n    ..."
+    )
