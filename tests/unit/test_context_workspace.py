@@ -72,12 +72,13 @@ def test_more_files_than_the_bound_reads_the_first_only_and_says_so_once(
 
 def test_more_bytes_than_the_bound(tmp_path: Path, opened: list[str]) -> None:
     write(tmp_path, {f"m{i}.py": "x" * 99 + "\n" for i in range(10)})  # 100 bytes each
-    ws = Workspace(max_bytes=350)
+    ws = Workspace(max_bytes=350, bytes_setting="workspaceMaxBytes")
     ws.set_folders([str(tmp_path)])
     assert len(ws.files()) == 3 and ws.stats()["bytes"] == 300
     assert len(opened) == 3
     assert ws.stats()["limited"] and ws.stats()["skipped"]["over_limit"] == 7
-    assert "of text" in (ws.limit_message() or "")
+    message = ws.limit_message() or ""
+    assert "of text" in message and "set workspaceMaxBytes to read more" in message
 
 
 def test_within_the_bounds_nothing_is_limited(tmp_path: Path) -> None:

@@ -68,10 +68,15 @@ class Workspace:
         max_files: int = MAX_FILES,
         max_bytes: int = MAX_BYTES,
         max_file_bytes: int = MAX_FILE_BYTES,
+        files_setting: str = "",
+        bytes_setting: str = "",
     ) -> None:
+        """`files_setting`, `bytes_setting`: the names of the settings that raise the bounds,
+        for the message that says they were hit."""
         self.max_files = max_files
         self.max_bytes = max_bytes
         self.max_file_bytes = max_file_bytes
+        self.settings = {"files": files_setting, "bytes": bytes_setting}
         self._lock = threading.Lock()
         self._folders: tuple[str, ...] = ()  # as given (normalized), the files' keys start so
         self._real: tuple[str, ...] = ()  # the same, symlinks resolved (what "inside" means)
@@ -209,10 +214,12 @@ class Workspace:
         else:
             mb = f"{bound / (1024 * 1024):g} MB"
             has, reads = f"more than {mb} of text", f"files up to {mb} in all"
+        setting = self.settings[what]
+        raise_it = f"; set {setting} to read more" if setting else ""
         return (
             f"workspace {folder} has {has}: context from other files reads {reads} (source "
-            "files first, in path order) and leaves the rest unread; a file you open is "
-            "still seen."
+            f"files first, in path order) and leaves the rest unread{raise_it}; a file you "
+            "open is still seen."
         )
 
     # -- listing ----------------------------------------------------------------------------------
