@@ -211,6 +211,20 @@ def test_names_the_file_binds_itself_are_not_looked_up() -> None:
     assert not any(c.reason.startswith("definition:") for c in chunks)
 
 
+def test_names_bound_by_an_import_from_elsewhere_or_on_self_are_not_looked_up() -> None:
+    main = (
+        "import errno\nfrom requests import Session\n\n\nclass Client:\n"
+        "    def __init__(self):\n        (self.host, self.port) = ('h', 80)\n\n"
+        "    def connect(self):\n        s = Session()\n        return (errno.EIO, self.port, "
+    )
+    others = (
+        "errno = None\n\n\nclass Session:\n    pass\n\n\n"
+        "class Url:\n    @property\n    def port(self):\n        return 1\n"
+    )
+    chunks = choose("/p/main.py", main, {"/p/main.py": main, "/p/other.py": others})
+    assert [c.reason for c in chunks if c.reason.startswith("definition:")] == []
+
+
 def test_a_name_used_only_as_an_attribute_is_a_members_unless_it_is_a_builtin_types() -> None:
     main = "def f(users, key):\n    found = users.get(key)\n    return users.lookup_user(key)\n"
     store = "class Store:\n    def get(self, key):\n        return 1\n\n"

@@ -164,6 +164,10 @@ def _regex_uses(text: str, cursor: int, lines: tuple[int, int]) -> list[Used]:
     return found
 
 
+# `self.name = ...`, `self.a, self.b = ...`: attributes of the current file's class (not
+# another file's definitions)
+_SELF_ASSIGNMENT = re.compile(r"^[ \t]*\(?((?:self|this|cls)\.[^=\n]*?)[-+*/%&|^@]?=(?!=)", re.M)
+_SELF_ATTRIBUTE = re.compile(r"\b(?:self|this|cls)\.([^\W\d]\w*)")
 _RECEIVER = re.compile(r"([^\W\d]\w*)\s*$")
 _PY_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
 _PY_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
@@ -254,7 +258,7 @@ def _python_imports(path: str, text: str, paths: _Paths) -> list[Import]:
             if not words:
                 continue
             module = words[0]
-            alias = words[2] if len(words) == 3 and words[1] == "as" else module.split(".")[-1]
+            alias = words[2] if len(words) == 3 and words[1] == "as" else module.split(".")[0]
             found.append(Import(module, line, _python_module(path, module, paths), alias=alias))
     for match in _PY_FROM.finditer(text):
         line = text.count("\n", 0, match.start())
@@ -274,6 +278,8 @@ def _python_imports(path: str, text: str, paths: _Paths) -> list[Import]:
                 found.append(Import(submodule, line, sub, alias=local))
             else:
                 entry.names[local] = words[0]
+        if not entry.names and not star:  # (all of them modules)
+            found.remove(entry)
     return sorted(found, key=lambda i: (i.line, i.module, i.alias))
 
 
@@ -282,12 +288,11 @@ def _js_imports(path: str, text: str, paths: _Paths) -> list[Import]:
     pairs = [(m.group(1), m.group(2), m.start()) for m in _JS_IMPORT.finditer(text)]
     pairs += [(m.group(1), m.group(2), m.start()) for m in _JS_REQUIRE.finditer(text)]
     for clause, spec, at in sorted(pairs, key=lambda p: p[2]):
-        if not spec.startswith("."):
-            continue
         stem = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
         candidates = [stem, *(stem + e for e in _JS_EXTENSIONS)]
         candidates += [posixpath.join(stem, "index" + e) for e in _JS_EXTENSIONS]
-        entry = Import(spec, text.count("\n", 0, at), paths.first(candidates))
+        resolved = paths.first(candidates) if spec.startswith(".") else []  # (not a package's)
+        entry = Import(spec, text.count("\n", 0, at), resolved)
         braces = re.search(r"\{([^}]*)\}", clause)
         for part in (braces.group(1) if braces else "").split(","):
             words = part.split()
@@ -533,9 +538,11 @@ class _Place:
 
 
 class _Imports:
-    """The current file's imports that resolve to known files."""
+    """The current file's imports that resolve to known files, and the names all its imports
+    bind (a module's, or a name from a package elsewhere, is no definition of the workspace's)."""
 
     def __init__(self, found: list[Import]) -> None:
+        self.bound = {n for i in found for n in [i.alias, *i.names] if n}
         self.all = [i for i in found if i.paths]
         self.by_alias = {i.alias: i for i in self.all if i.alias}
         self.by_name = {n: (i, original) for i in self.all for n, original in i.names.items()}
@@ -546,6 +553,10 @@ def _definitions(
     place: _Place, uses: Mapping[str, Use], local: set[str], found: _Imports
 ) -> Iterator[_Candidate]:
     """1. Definitions of the names used near the cursor, then of those imported and unused."""
+    assigned = {
+        n for m in _SELF_ASSIGNMENT.finditer(place.text) for n in _SELF_ATTRIBUTE.findall(m[1])
+    }
+    local = local | found.bound | assigned
     ordered = sorted(
         (u for u in uses.values() if u.name not in local or u.name in found.by_name),
         key=lambda u: (u.distance, u.name),
@@ -621,10 +632,8 @@ def _recent(place: _Place, recent_edits: Sequence[tuple[str, int, int]]) -> Iter
 def _unused_imports(text: str, found: _Imports) -> list[Use]:
     """Names the file imports and uses nowhere else (about to be used), in import order."""
     import_lines = {i.line for i in found.all}
-    used: set[str] = set()
-    for number, line in enumerate(text.split("\n")):
-        if number not in import_lines:
-            used.update(n for n in IDENTIFIER.findall(line) if n in found.by_name)
+    rest = "\n".join(line for n, line in enumerate(text.split("\n")) if n not in import_lines)
+    used = {n for n in found.by_name if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", rest)}
     return [
         Use(name, -1, True)
         for entry in found.all

@@ -345,7 +345,7 @@ def around(
         if is_function(node.type):
             functions.append(node)
         node = node.parent
-    for function in functions:
+    for function in {f.id: f for f in functions}.values():
         bound.update(_bindings(function))
     return used, bound
 
