@@ -139,6 +139,16 @@ def test_git_ignored_files_are_not_read(tmp_path: Path, opened: list[str]) -> No
     assert not any("secret" in p or p.endswith(".log") for p in opened)
 
 
+def test_a_folder_its_enclosing_repository_ignores_whole_is_walked(tmp_path: Path) -> None:
+    git_init(tmp_path)
+    write(tmp_path, {".gitignore": "vendor/\n", "vendor/lib/.gitignore": "*.tmp\n"})
+    write(tmp_path, {"vendor/lib/a.py": "A = 1\n", "vendor/lib/b.tmp": "x\n"})
+    ws = Workspace()
+    ws.set_folders([str(tmp_path / "vendor" / "lib")])
+    assert rel_files(ws, tmp_path / "vendor" / "lib") == ["a.py"]
+    assert ws.stats()["listing"] == "walk"
+
+
 def test_without_git_the_walk_honors_gitignore_files_and_skips_hidden_and_junk(
     tmp_path: Path, opened: list[str]
 ) -> None:

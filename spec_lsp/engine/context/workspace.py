@@ -224,11 +224,13 @@ class Workspace:
 
     # -- listing ----------------------------------------------------------------------------------
     def _list(self, folder: str, skipped: dict[str, int], generation: int) -> tuple[list[str], str]:
-        """The folder's files (relative paths) git does not ignore."""
+        """The folder's files (relative paths) git does not ignore. A folder git lists nothing
+        in (one that an enclosing repository ignores whole: a package under .venv, a vendored
+        tree) was opened on purpose: it is walked, with its own .gitignore files."""
         listed = _git_files(folder)
         with self._lock:
-            self._git[folder] = listed is not None
-        if listed is not None:
+            self._git[folder] = bool(listed)
+        if listed:
             return listed[:MAX_LISTED], "git"
         return list(self._walk(folder, skipped, generation)), "walk"
 
