@@ -121,6 +121,14 @@ def test_a_name_imported_and_used_nowhere_yet_far_above_the_cursor() -> None:
     assert "definition:to_metres" in reasons  # its import is 60 lines above: about to be used
     assert "definition:perimeter" not in reasons  # used already, not near the cursor
     assert "import:shapes" in reasons  # (perimeter's head is in its outline)
+    # the same, imported in parentheses over several lines
+    spread = main.replace(
+        "from shapes import polygon_area, perimeter",
+        "from shapes import (\n    polygon_area,\n    perimeter,\n    )",
+    )
+    spread = spread.replace("from units import to_metres", "from units import (\n    to_metres,\n)")
+    reasons = [c.reason for c in choose("/p/main.py", spread, tabs(**{"/p/main.py": spread}))]
+    assert "definition:to_metres" in reasons and "definition:perimeter" not in reasons
 
 
 def test_overlapping_chunks_are_shown_once() -> None:

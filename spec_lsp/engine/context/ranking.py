@@ -112,6 +112,7 @@ class Import:
     names: dict[str, str] = field(default_factory=dict)  # local name -> name in the module
     alias: str = ""  # the local name of the module itself (`import m as alias`, `* as ns`)
     star: bool = False
+    lines: int = 1  # the statement's (`from m import (\n a,\n b,\n)`: 4)
 
 
 def _partial_word(text: str, cursor: int) -> tuple[int, int]:
@@ -265,7 +266,7 @@ def _python_imports(path: str, text: str, paths: _Paths) -> list[Import]:
         module, names = match.group(1), match.group(2).strip("() \t\n")
         resolved = _python_module(path, module, paths)
         star = names.strip() == "*"
-        entry = Import(module, line, resolved, star=star)
+        entry = Import(module, line, resolved, star=star, lines=match.group().count("\n") + 1)
         found.append(entry)
         for part in names.replace("\n", " ").split(","):
             words = part.split()
@@ -288,11 +289,12 @@ def _js_imports(path: str, text: str, paths: _Paths) -> list[Import]:
     pairs = [(m.group(1), m.group(2), m.start()) for m in _JS_IMPORT.finditer(text)]
     pairs += [(m.group(1), m.group(2), m.start()) for m in _JS_REQUIRE.finditer(text)]
     for clause, spec, at in sorted(pairs, key=lambda p: p[2]):
+        lines = clause.count("\n") + 1
         stem = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
         candidates = [stem, *(stem + e for e in _JS_EXTENSIONS)]
         candidates += [posixpath.join(stem, "index" + e) for e in _JS_EXTENSIONS]
         resolved = paths.first(candidates) if spec.startswith(".") else []  # (not a package's)
-        entry = Import(spec, text.count("\n", 0, at), resolved)
+        entry = Import(spec, text.count("\n", 0, at), resolved, lines=lines)
         braces = re.search(r"\{([^}]*)\}", clause)
         for part in (braces.group(1) if braces else "").split(","):
             words = part.split()
@@ -631,7 +633,7 @@ def _recent(place: _Place, recent_edits: Sequence[tuple[str, int, int]]) -> Iter
 
 def _unused_imports(text: str, found: _Imports) -> list[Use]:
     """Names the file imports and uses nowhere else (about to be used), in import order."""
-    import_lines = {i.line for i in found.all}
+    import_lines = {n for i in found.all for n in range(i.line, i.line + i.lines)}
     rest = "\n".join(line for n, line in enumerate(text.split("\n")) if n not in import_lines)
     used = {n for n in found.by_name if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", rest)}
     return [
