@@ -10,8 +10,10 @@ the next tried):
    `import m` then `m.f`, a JavaScript import, a C include), the definition in the imported
    file; else a name defined in more than `AMBIGUOUS` places is passed over. Then the names the
    file imports but uses nowhere else: what is imported and not yet used is what is about to be.
-   A definition of more than `MAX_DEFINITION_LINES` lines (or over half the budget) is shown as
-   its outline: its head, its fields, the signatures of its methods, bodies elided (`...`);
+   Names only used as attributes (`x.name`, x no imported module) are looked up among members
+   (methods, fields), not the builtin types' (`x.get`). A definition of more than
+   `MAX_DEFINITION_LINES` lines (or over half the budget) is shown as its outline: its head,
+   its fields, the signatures of its methods, bodies elided (`...`), else as its head alone;
 2. the files the current one imports, as outlines (their top-level signatures), those whose
    names are used nearest first;
 3. the chunks of open documents most like the text around the cursor (Jaccard similarity of
