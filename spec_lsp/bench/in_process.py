@@ -40,16 +40,27 @@ class Server:
             sampling=SamplingParams.from_settings(self.settings),
         )
 
-    def edit(self, request: CompletionRequest) -> None:
-        """didChange with the cursor left at the request's place (handlers.document_changed);
-        a document's first edit is preceded by its didOpen."""
+    def open(self, request: CompletionRequest) -> None:
+        """The engine follows the request's text (handlers.document_changed); the first time,
+        as didOpen (no cursor yet: a document shown in a tab)."""
         text = request.prefix + request.suffix
         self.engine.document_changed(request.document_id, text)
         if request.document_id not in self.opened:
             self.opened.add(request.document_id)
             self.scheduler.opened(replace(request, prefix="", suffix=text))
+
+    def edit(self, request: CompletionRequest) -> None:
+        """didChange with the cursor left at the request's place (handlers.document_changed);
+        a document's first edit is preceded by its didOpen."""
+        self.open(request)
         if self.prewarm:
             self.scheduler.prewarm(request)
+
+    async def close_document(self, uri: str) -> None:
+        """didClose: the engine releases what it held for the document, on its worker
+        (handlers.document_closed)."""
+        self.opened.discard(uri)
+        await self.scheduler.run(lambda: self.engine.document_closed(uri))
 
     async def ask(
         self, request: CompletionRequest, *, invoked: bool = True

@@ -30,6 +30,7 @@ import random
 import statistics
 import sysconfig
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,16 @@ class Plain:
             path, n_ctx=settings.context_size, threads=settings.threads, prompt_lookup=False
         )
 
-    def complete(self, prefix: str, suffix: str) -> tuple[str, float]:
+    def complete(
+        self,
+        prefix: str,
+        suffix: str,
+        *,
+        file_name: str = "",
+        before: Sequence[fim.Segment] = (),
+    ) -> tuple[str, float]:
+        """(the line, seconds to it); `file_name` as the template places it, `before`: what
+        goes in front of the FIM prompt (other files, in the model's repository format)."""
         started = time.perf_counter()
         count = lambda text: len(self.llm.tokenize(text.encode(), add_bos=False))  # noqa: E731
         pre, suf = window.window(
@@ -130,7 +140,8 @@ class Plain:
             suffix_budget=self.settings.suffix_tokens,
         )
         tokens: list[int] = []
-        for segment in fim.build_prompt(self.template, prefix=pre, suffix=suf):
+        segments = fim.build_prompt(self.template, prefix=pre, suffix=suf, file_name=file_name)
+        for segment in [*before, *segments]:
             tokens += self.llm.tokenize(
                 segment.text.encode(), add_bos=False, special=segment.special
             )
@@ -350,6 +361,42 @@ def main() -> None:
         "each value is a run of its own",
     )
     parser.add_argument("--seed", type=int, default=0)
+    engine_options(parser)
+    parser.add_argument(
+        "--no-prewarm",
+        action="store_true",
+        help="the server without its prewarm of an edited place (to measure what it does)",
+    )
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "places.md"))
+    args = parser.parse_args()
+    engine, plain, extra = with_plain(args)
+    asks, typing = asyncio.run(
+        measure(Server(engine, engine.settings, prewarm=not args.no_prewarm), plain, args)
+    )
+    digests = ", ".join(
+        f"{name} {hashlib.sha256(stdlib(name).encode()).hexdigest()[:12]}" for name in args.files
+    )
+    header = (
+        f"# Time to a suggestion: {machine(engine)}\n\n"
+        f"`python -m spec_lsp.bench.places {' '.join(_argv_shown(args))}`; files (stdlib, "
+        f"sha256): {digests}; spec-lsp settings: {extra or 'defaults'}; plain llama-cpp-python: "
+        f"the same window and FIM template, create_completion, stop at the line's end."
+    )
+    out = Path(args.out)
+    report(
+        out,
+        render(asks, typing, header),
+        {
+            "asks": [asdict(a) for a in asks],
+            "typing": [asdict(t) for t in typing],
+            "settings": extra,
+        },
+    )
+    plot([asdict(a) for a in asks], out.with_suffix(".png"))
+
+
+def engine_options(parser: argparse.ArgumentParser) -> None:
+    """--model and --setting: the engine spec-lsp runs (plain llama-cpp-python: its model)."""
     parser.add_argument("--model", default=None, help="target GGUF (default: the pulled Qwen)")
     parser.add_argument(
         "--setting",
@@ -358,13 +405,11 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="another engine setting, e.g. answer_budget_ms=0",
     )
-    parser.add_argument(
-        "--no-prewarm",
-        action="store_true",
-        help="the server without its prewarm of an edited place (to measure what it does)",
-    )
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "places.md"))
-    args = parser.parse_args()
+
+
+def with_plain(args: argparse.Namespace) -> tuple[Engine, Plain, dict[str, Any]]:
+    """The engine `engine_options` name, loaded; plain llama-cpp-python on its model; the
+    settings given (for the report)."""
     extra: dict[str, Any] = {}
     for item in args.setting:
         name, _, value = item.partition("=")
@@ -373,35 +418,24 @@ def main() -> None:
     engine = build_engine(settings)
     engine.load()
     assert engine.loaded is not None
-    path = engine.loaded.target.info.path
-    plain = Plain(engine, path, settings)
-    asks, typing = asyncio.run(
-        measure(Server(engine, settings, prewarm=not args.no_prewarm), plain, args)
-    )
-    digests = ", ".join(
-        f"{name} {hashlib.sha256(stdlib(name).encode()).hexdigest()[:12]}" for name in args.files
-    )
+    return engine, Plain(engine, engine.loaded.target.info.path, settings), extra
+
+
+def machine(engine: Engine) -> str:
+    """The model and the machine, for a report's title."""
+    assert engine.loaded is not None
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    header = (
-        f"# Time to a suggestion: {Path(path).name}, {os.cpu_count()} CPUs "
-        f"(load average {load:.1f} at the end)\n\n"
-        f"`python -m spec_lsp.bench.places {' '.join(_argv_shown(args))}`; files (stdlib, "
-        f"sha256): {digests}; spec-lsp settings: {extra or 'defaults'}; plain llama-cpp-python: "
-        f"the same window and FIM template, create_completion, stop at the line's end."
+    return (
+        f"{Path(engine.loaded.target.info.path).name}, {os.cpu_count()} CPUs "
+        f"(load average {load:.1f} at the end)"
     )
-    table = render(asks, typing, header)
+
+
+def report(out: Path, table: str, raw: dict[str, Any]) -> None:
+    """The table to stdout and `out`, the raw results beside it (`.json.gz`)."""
     print(table)
-    out = Path(args.out)
     out.write_text(table)
-    write_results(
-        out.with_suffix(".json.gz"),
-        {
-            "asks": [asdict(a) for a in asks],
-            "typing": [asdict(t) for t in typing],
-            "settings": extra,
-        },
-    )
-    plot([asdict(a) for a in asks], out.with_suffix(".png"))
+    write_results(out.with_suffix(".json.gz"), raw)
 
 
 async def measure(
