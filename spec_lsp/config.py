@@ -77,6 +77,21 @@ class Settings(BaseModel):
     suffix_tokens: int = Field(
         96, ge=0, le=16384, description="Token budget for text after the cursor."
     )
+    context_tokens: int = Field(
+        1024,
+        ge=0,
+        le=16384,
+        description="Token budget for other files' parts shown before the file: definitions of the names used near the cursor, the files it imports, similar parts of open documents, recent edits (from open documents and the workspace folders). Evaluated while you read; 0: none.",
+    )
+    workspace_max_files: int = Field(
+        2000,
+        ge=0,
+        le=1_000_000,
+        description="Most files read from the workspace folders for context (source files first; what git ignores, binary files and files over 200 KB are skipped).",
+    )
+    workspace_max_mb: int = Field(
+        16, ge=0, le=4096, description="Most megabytes of text read from the workspace folders."
+    )
     file_prefix_tokens: int = Field(
         3072,
         ge=0,

@@ -20,6 +20,7 @@ path's wiring (~120 lines) is the next to move out (a stage object beside
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -35,6 +36,8 @@ from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
 from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
+from spec_lsp.engine.context.block import Block
+from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.decode.remote import StreamJob, stream_decode
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.choose import DraftSources
@@ -49,6 +52,7 @@ from spec_lsp.engine.prompt import Prompt, PromptBuilder
 from spec_lsp.engine.remote_prompt import build as build_text_prompt
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.types import (
+    Cancelled,
     CancelToken,
     Completion,
     CompletionRequest,
@@ -75,6 +79,9 @@ REMOTE_KEYS = (
 COUNT_PROMPTS = 8
 # faults after which the server is asked again what it serves (it may have restarted)
 RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
+# a prompt with the context block is used when it evaluates at most this many tokens more than
+# the prompt without it (the block's KV is evaluated while idle, never on a request's time)
+CONTEXT_SLACK = 16
 
 
 class Engine:
@@ -96,6 +103,9 @@ class Engine:
         # how the user is told about a remote server's faults (the server sets it; any thread)
         self.notify: Callable[[str], None] = lambda message: log.warning("%s", message)
         self.workspace_folders: list[str] = []
+        self.context = ContextStage(notify=lambda message: self.notify(message))
+        self._block_for: tuple[Any, ...] = ()  # what the file prefix's block was chosen for
+        self._warmed: Block | None = None  # the block the last place was prewarmed with
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -150,7 +160,11 @@ class Engine:
                 and (settings.drafter, settings.draft_model) != (old.drafter, old.draft_model)
             )
         )
+        bounds = ("workspace_max_files", "workspace_max_mb")
+        rescan = any(getattr(settings, k) != getattr(old, k) for k in bounds)
         self.settings = settings
+        if rescan and self.workspace_folders:
+            self.set_workspace_folders(self.workspace_folders)
         self.book.clear()
         self._forget()
         if reload or not self.ready:
@@ -166,11 +180,21 @@ class Engine:
         beyond the open documents may come from their files, and nothing outside them is read.
         (Instant: the files are read in the background.)"""
         self.workspace_folders = list(folders)
+        self.context.set_folders(
+            self.workspace_folders,
+            max_files=self.settings.workspace_max_files,
+            max_mb=self.settings.workspace_max_mb,
+        )
+
+    def files_changed(self, changed: Sequence[str], deleted: Sequence[str]) -> None:
+        """Files of the workspace folders created, changed or deleted on disk (instant)."""
+        self.context.files_changed(changed, deleted)
 
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); instant (the editor's thread)."""
         self.sources.document_changed(document_id, text)
         self.file_prefix.document_changed(document_id, text)
+        self.context.document_changed(document_id, text, focus=self.file_prefix.document)
 
     def document_opened(self, request: CompletionRequest) -> None:
         """A document opened (the request: its start, no cursor yet). If no document holds the
@@ -190,6 +214,7 @@ class Engine:
         self.states.forget(document_id)
         self.file_prefix.forget(document_id)
         self.continuations.forget(document_id)
+        self.context.document_closed(document_id)
 
     def _forget(self) -> None:
         """Drop every cached answer and state (settings or models changed)."""
@@ -274,6 +299,7 @@ class Engine:
         if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest
             stats.stop_reason = "empty_prompt"
             return Completion(text="", stats=stats)
+        self._context_stats(loaded, prompts, request, prompt, stats)
         reused = self._prepare_caches(loaded, request.document_id, prompt)  # caches
         stats.cache = kind or reused  # (a first answer tells it; completed at the end)
         self.in_flight.track(request, "")  # a key typed meanwhile may wait for what it writes
@@ -430,7 +456,7 @@ class Engine:
         if self.remote is not None or not self.settings.cache or self.loaded is None:
             return 0
         loaded, prompts = self._require_loaded()
-        prompt = self._prompt(loaded, prompts, request)
+        prompt = self._prompt(loaded, prompts, request, idle=True)
         if not prompt.tokens:
             return 0
         self._prepare_caches(loaded, request.document_id, prompt)
@@ -441,8 +467,64 @@ class Engine:
 
     @property
     def idle_work(self) -> bool:
-        """Whether there is work for idle time (the file prefix to evaluate further)."""
-        return self.loaded is not None and self.settings.cache and self.file_prefix.pending
+        """Whether there is work for idle time (the file prefix to evaluate further, or its
+        context block to choose)."""
+        return (
+            self.loaded is not None
+            and self.settings.cache
+            and (
+                self.file_prefix.pending
+                or (self.file_prefix.request is not None and self._block_key() != self._block_for)
+                or self._unwarmed() is not None
+            )
+        )
+
+    def _unwarmed(self) -> CompletionRequest | None:
+        """The place last asked about, if its prompt with the file prefix's new context block
+        is still to be evaluated (the text unchanged since: else an edit's prewarm does it)."""
+        fp = self.file_prefix
+        request = fp.request
+        if fp.pending or fp.block is None or request is None or self._warmed is fp.block:
+            return None
+        return request if request.prefix + request.suffix == fp.text else None
+
+    def _block_key(self) -> tuple[Any, ...]:
+        fp = self.file_prefix
+        return (fp.document, fp.reanchored, self.context.generation, self.settings.context_tokens)
+
+    def _choose_block(self, prompts: PromptBuilder) -> None:
+        """While idle: the context block of the file prefix's document, chosen again when the
+        focus moved (a new anchor) or what it is chosen from changed (other documents, the
+        workspace). A new block re-evaluates the file prefix from the block on."""
+        key = self._block_key()
+        if key == self._block_for:
+            return
+        self._block_for = key
+        fp = self.file_prefix
+        if fp.request is None:
+            fp.set_block(None)
+            return
+        request = fp.request
+        budget = FilePrefix.budget(self.settings, prompts.target.n_ctx) // 2
+        cursor_line = request.prefix.count("\n")
+        block = self.context.choose(
+            request.document_id,
+            request.prefix + request.suffix,
+            len(request.prefix),
+            (fp.anchor, cursor_line + 1),
+            budget=min(self.settings.context_tokens, budget),
+            count_tokens=prompts.count,
+        )
+        if fp.set_block(block):
+            log.info(
+                "context for %s: %s",
+                request.file_name or request.document_id,
+                "; ".join(
+                    f"{c.path}:{c.start_line + 1}-{c.end_line} ({c.reason})" for c in block.chunks
+                )
+                if block
+                else "none",
+            )
 
     def grow_file_prefix(self, cancel: CancelToken) -> int:
         """Idle time: evaluate more of the file prefix (file_prefix.py) until done or cancelled
@@ -450,14 +532,22 @@ class Engine:
         if not self.idle_work:
             return 0
         loaded, prompts = self._require_loaded()
+        self._choose_block(prompts)
         owner = self.states.owner
-        return self.file_prefix.grow(
+        grown = self.file_prefix.grow(
             loaded.target,
             prompts,
             self.settings,
             cancel,
             park=lambda: self.states.park(owner, loaded.target),
         )
+        place = self._unwarmed()
+        if place is None or cancel.cancelled:
+            return grown
+        self._warmed = self.file_prefix.block  # (tried once: a cancel leaves it to the request)
+        with contextlib.suppress(Cancelled):
+            grown += self.prewarm(place, cancel)
+        return grown
 
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
@@ -470,6 +560,7 @@ class Engine:
             data["draft_sources"] = sources
         data["workspace_documents"] = len(self.workspace.documents())
         data["file_prefix"] = self.file_prefix.report()
+        data["context"] = self.context.report()
         data["memory"] = self.memory()
         return data
 
@@ -489,6 +580,7 @@ class Engine:
                 "max_documents": self.book.size,
             },
             "shown": sources["shown"],
+            "context": self.context.memory(),
         }
 
     @staticmethod
@@ -542,21 +634,62 @@ class Engine:
             return request.multiline
         return postprocess.decide_multiline(request.prefix, request.suffix, self.settings.multiline)
 
-    def _prompt(self, loaded: Loaded, prompts: PromptBuilder, request: CompletionRequest) -> Prompt:
+    def _prompt(
+        self,
+        loaded: Loaded,
+        prompts: PromptBuilder,
+        request: CompletionRequest,
+        *,
+        idle: bool = False,
+    ) -> Prompt:
         """The window around the cursor, or the prompt laid out from the file prefix's line
-        when that evaluates fewer tokens (and shows the model no less of the file)."""
+        when that evaluates fewer tokens (and shows the model no less of the file); opening
+        with the document's context block when that evaluates no more than without it (its KV
+        is evaluated while idle: a request never waits for context). `idle` (a prewarm):
+        with the block once the file prefix holds it, whatever it costs."""
         prompt = prompts.build(request, self.settings)
         if not self.settings.cache or not prompt.tokens:
             return prompt
-        anchored = self.file_prefix.prompt(request, prompts, self.settings)
-        if anchored is None or anchored.first_line > prompt.first_line:
-            return prompt
-        if self._to_evaluate(loaded, request, anchored) <= self._to_evaluate(
-            loaded, request, prompt
-        ):
-            self.file_prefix.used += 1
-            return anchored
-        return prompt
+        fp = self.file_prefix
+        block = fp.block if fp.document == request.document_id else None
+        candidates = [prompt]
+        if block is not None:
+            candidates.append(prompts.build(request, self.settings, block))
+        anchored = fp.prompt(request, prompts, self.settings)  # (with the block, if any)
+        if anchored is not None and anchored.first_line <= prompt.first_line:
+            candidates.append(anchored)
+        costs = [self._to_evaluate(loaded, request, p) for p in candidates]
+
+        def cheapest(with_block: bool) -> int | None:  # (a tie goes to the anchored prompt)
+            found = [i for i, p in enumerate(candidates) if (p.block is not None) == with_block]
+            return min(found, key=lambda i: (costs[i], not candidates[i].anchored), default=None)
+
+        best, context = cheapest(False), cheapest(True)
+        assert best is not None  # (the window without the block is always there)
+        ready = idle and not fp.pending  # (the file prefix holds the block)
+        if context is not None and (ready or costs[context] <= costs[best] + CONTEXT_SLACK):
+            best = context
+        if candidates[best].anchored:
+            fp.used += 1
+        return candidates[best]
+
+    def _context_stats(
+        self,
+        loaded: Loaded,
+        prompts: PromptBuilder,
+        request: CompletionRequest,
+        prompt: Prompt,
+        stats: DecodeStats,
+    ) -> None:
+        """Which context parts the prompt opens with, and how many of their tokens the KV
+        cache held."""
+        if prompt.block is None:
+            return
+        tokens = prompts.block_tokens(prompt.block)
+        held = len(prompt.tokens) - self._to_evaluate(loaded, request, prompt)
+        stats.context_chunks = prompt.block.describe()
+        stats.context_tokens, stats.context_cached_tokens = tokens, min(tokens, held)
+        self.context.record(tokens, stats.context_cached_tokens)
 
     def _to_evaluate(self, loaded: Loaded, request: CompletionRequest, prompt: Prompt) -> int:
         """Tokens of the prompt that no cache holds."""

@@ -34,6 +34,8 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
         ),
         (lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(), handlers.completion),
         (lsp.WORKSPACE_DID_CHANGE_CONFIGURATION, None, handlers.did_change_configuration),
+        (lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, None, handlers.workspace_folders_changed),
+        (lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES, None, handlers.watched_files_changed),
         (lsp.TEXT_DOCUMENT_DID_OPEN, None, handlers.document_changed),
         (lsp.TEXT_DOCUMENT_DID_CHANGE, None, handlers.document_changed),
         (lsp.TEXT_DOCUMENT_DID_CLOSE, None, handlers.document_closed),

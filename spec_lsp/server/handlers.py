@@ -61,10 +61,26 @@ def initialize(ls: SpecLanguageServer, params: lsp.InitializeParams) -> None:
     options = params.initialization_options
     if isinstance(options, Mapping):
         ls.configure(settings_section(options), origin="initializationOptions")
+    ls.folders = convert.workspace_folders(params)
 
 
 async def initialized(ls: SpecLanguageServer, params: lsp.InitializedParams) -> None:
-    await ls.update_engine()
+    await ls.watch_workspace_files()
+    await ls.update_engine()  # (the engine takes the settings: the workspace's bounds too)
+    ls.scheduler.engine.set_workspace_folders(ls.folders)
+
+
+def workspace_folders_changed(
+    ls: SpecLanguageServer, params: lsp.DidChangeWorkspaceFoldersParams
+) -> None:
+    """(After pygls has updated its folders.)"""
+    uris = [folder.uri for folder in ls.workspace.folders.values()]
+    ls.scheduler.engine.set_workspace_folders(convert.local_paths(uris))
+
+
+def watched_files_changed(ls: SpecLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+    changed, deleted = convert.file_events(params.changes)
+    ls.scheduler.engine.files_changed(changed, deleted)
 
 
 async def did_change_configuration(

@@ -33,6 +33,7 @@ class SpecLanguageServer(LanguageServer):
         self.settings = settings
         self.scheduler = Scheduler(engine, debounce_s=settings.debounce_ms / 1000)
         self.load_error: str | None = None
+        self.folders: list[str] = []  # the workspace folders the editor named at initialize
         self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
         self._watcher: asyncio.Task[None] | None = None
 
@@ -96,6 +97,30 @@ class SpecLanguageServer(LanguageServer):
             log.warning("workspace/configuration failed: %r", exc)
             return None
         return answer[0] if answer else None
+
+    async def watch_workspace_files(self) -> None:
+        """Ask the client to tell us of files changed on disk (workspace/didChangeWatchedFiles),
+        where it can register that dynamically; otherwise the open documents keep the context
+        current and the workspace is read again when its folders change."""
+        caps = self.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps else None
+        if not (watched and watched.dynamic_registration):
+            return
+        options = lsp.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[lsp.FileSystemWatcher(glob_pattern="**/*")]
+        )
+        registration = lsp.Registration(
+            id=str(uuid.uuid4()),
+            method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=options,
+        )
+        try:
+            await asyncio.wait_for(
+                self.client_register_capability_async(lsp.RegistrationParams([registration])),
+                CLIENT_TIMEOUT_S,
+            )
+        except Exception as exc:  # the client refused or did not answer: no file events
+            log.info("no file events: client/registerCapability failed: %r", exc)
 
     # -- the engine: load and reload on the engine thread ------------------------------------
     async def update_engine(self, *, reload: bool = False) -> None:

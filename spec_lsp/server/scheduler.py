@@ -483,8 +483,14 @@ def _timing(completion: Completion) -> str:
         if stats.first_answer_cut
         else ""
     )
+    context = (
+        f"context {len(stats.context_chunks)} parts, {stats.context_tokens} tokens "
+        f"({stats.context_cached_tokens} from the cache), "
+        if stats.context_chunks
+        else ""
+    )
     return (
-        f"prompt {stats.prompt_tokens} tokens ({stats.prompt_tokens_evaluated} evaluated) "
+        f"{context}prompt {stats.prompt_tokens} tokens ({stats.prompt_tokens_evaluated} evaluated) "
         f"{stats.prompt_seconds * 1000:.0f} ms, first answer "
         f"{'-' if first is None else f'{first * 1000:.0f} ms'}{cut}, decode {stats.tokens} tokens "
         f"{stats.decode_seconds * 1000:.0f} ms ({stats.cache})"

@@ -102,15 +102,17 @@ def test_the_budget_holds_at_every_size() -> None:
     assert small[0].text.startswith("def polygon_area(points):")
 
 
-def test_chunks_of_the_current_file_overlapping_its_window_are_dropped() -> None:
+def test_the_current_file_is_never_shown_as_context() -> None:
+    """The prompt shows its text (the window, the file prefix); a copy on disk or an older
+    version may hold what is being written, and its edits would move the block each key."""
     long_main = MAIN.replace("def report", "# padding\n" * 80 + "def report")
     recent = [("/p/main.py", 2, 4), ("/p/main.py", 85, 86), ("/p/units.py", 3, 5)]
     here = long_main.count("\n")
     documents = tabs(**{"/p/main.py": long_main})
     chunks = choose("/p/main.py", long_main, documents, window=(60, here + 1), recent=recent)
-    edits = [(c.path, c.start_line, c.end_line) for c in chunks if c.reason == "recent_edit"]
-    assert edits == [("main.py", 0, 8)]  # lines 2-4 and four around them: not in the window
+    assert chunks and all(c.path != "main.py" for c in chunks)
     # (units.py's edit is in to_metres, shown already)
+    assert not [c for c in chunks if c.reason == "recent_edit"]
 
 
 def test_a_name_imported_and_used_nowhere_yet_far_above_the_cursor() -> None:

@@ -496,6 +496,8 @@ def select(
     taken: dict[str, list[tuple[int, int]]] = {path: [window]}
     left = budget
     for candidate in candidates[:MAX_CANDIDATES]:
+        if candidate.path == path:  # (its copy on disk may be older than the text edited)
+            continue
         variants = candidate.variants(taken.get(candidate.path, []))
         last = len(variants) - 1
         for number, (start, end, chunk, shows) in enumerate(variants):

@@ -1,0 +1,220 @@
+"""The context stage: the open documents, the workspace's files and their definitions, and the
+block chosen for the document in focus.
+
+Everything here runs off the request path: documents arrive as text (instantly: they are only
+kept, and their definitions parsed when a block is next chosen), the workspace is read on a
+thread of its own, and a block is chosen while idle (engine.grow_file_prefix). `generation`
+counts changes to what a block is chosen from (other documents, the workspace): a block is
+chosen again when it moved, or when the file prefix anchors anew (the focus moved). Edits to
+the document in focus do not change its block: typing must not move the KV under it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from spec_lsp.engine.context.block import Block
+from spec_lsp.engine.context.ranking import select
+from spec_lsp.engine.context.symbols import SymbolIndex
+from spec_lsp.engine.context.workspace import Workspace
+from spec_lsp.textdiff import common_prefix, common_suffix
+
+log = logging.getLogger(__name__)
+RECENT_EDITS = 16  # edited places of other documents remembered (newest last)
+WORKSPACE_HELD = ("folders", "files", "bytes", "skipped", "limited", "max_files", "max_bytes")
+
+
+def document_path(document_id: str) -> str:
+    """A document's file path (its URI's path; the id itself if it is not a file URI)."""
+    parsed = urlparse(document_id)
+    return unquote(parsed.path) if parsed.scheme == "file" else document_id
+
+
+class ContextStage:
+    def __init__(self, *, notify: Callable[[str], None] | None = None) -> None:
+        self.workspace = Workspace(
+            files_setting="workspaceMaxFiles", bytes_setting="workspaceMaxMb"
+        )
+        self.index = SymbolIndex()
+        self.notify = notify or (lambda message: log.warning("%s", message))
+        self._lock = threading.Lock()
+        self._documents: dict[str, str] = {}  # path -> text (open documents)
+        self._dirty: set[str] = set()  # documents whose definitions are not parsed yet
+        self._recent: deque[tuple[str, int, int]] = deque(maxlen=RECENT_EDITS)
+        self._scan: threading.Thread | None = None
+        self.generation = 0  # what blocks are chosen from changed (not the focus document)
+        self.chosen = 0  # blocks chosen
+        self.used = 0  # requests whose prompt opened with a block
+        self.tokens_shown = 0
+        self.tokens_cached = 0
+        self.last: list[dict[str, Any]] = []  # the parts of the block chosen last
+
+    # -- what the editor says ------------------------------------------------------------------
+    def set_folders(self, folders: Sequence[str], *, max_files: int, max_mb: int) -> None:
+        """Read the folders' files, within the bounds, on a thread of its own (a request never
+        waits for it)."""
+        self.workspace.max_files, self.workspace.max_bytes = max_files, max_mb * 1024 * 1024
+
+        def scan() -> None:
+            self.workspace.set_folders(list(folders))
+            message = self.workspace.limit_message()
+            if message:
+                self.notify(message)
+            with self._lock:
+                documents = set(self._documents)
+            for path, text in self.workspace.files().items():  # (here, not on the engine's thread)
+                if path not in documents:
+                    self.index.update(path, text)
+            with self._lock:
+                self.generation += 1
+
+        self._scan = threading.Thread(target=scan, name="spec-lsp-workspace", daemon=True)
+        self._scan.start()
+
+    def wait_for_workspace(self, timeout: float | None = None) -> None:
+        """(Tests and benchmarks: until the folders have been read.)"""
+        if self._scan is not None:
+            self._scan.join(timeout)
+
+    def document_changed(self, document_id: str, text: str, focus: str) -> None:
+        """An open document's text (instant). `focus`: the document the file prefix follows;
+        an edit elsewhere is a recent edit there and may change the focus document's block."""
+        path = document_path(document_id)
+        with self._lock:
+            old = self._documents.get(path)
+            if old == text:
+                return
+            self._documents[path] = text
+            self._dirty.add(path)
+            if document_id != focus:
+                self.generation += 1
+                if old is not None:
+                    self._recent.append((path, *_changed_lines(old, text)))
+
+    def document_closed(self, document_id: str) -> None:
+        path = document_path(document_id)
+        with self._lock:
+            if self._documents.pop(path, None) is not None:
+                self._dirty.discard(path)
+                self.generation += 1
+        if not self.workspace.contains(path):
+            self.index.remove(path)
+        else:  # back to its text on disk
+            self.workspace.file_changed(path)
+            self._dirty.add(path)
+
+    def files_changed(self, changed: Sequence[str], deleted: Sequence[str]) -> None:
+        """workspace/didChangeWatchedFiles: files created, changed or deleted on disk."""
+        for path in changed:
+            self.workspace.file_changed(path)
+        for path in deleted:
+            self.workspace.file_deleted(path)
+            with self._lock:
+                if path not in self._documents:
+                    self.index.remove(path)
+        with self._lock:
+            self._dirty.update(p for p in changed if p not in self._documents)
+            self.generation += 1
+
+    # -- a block, while idle -------------------------------------------------------------------
+    def choose(
+        self,
+        document_id: str,
+        text: str,
+        cursor: int,
+        window: tuple[int, int],
+        *,
+        budget: int,
+        count_tokens: Callable[[str], int],
+    ) -> Block | None:
+        """The block for a place of a document (None when nothing fits or budget is 0)."""
+        if budget <= 0:
+            return None
+        self._catch_up()
+        path = document_path(document_id)
+        with self._lock:
+            others = {p: t for p, t in self._documents.items() if p != path}
+            recent = [edit for edit in self._recent if edit[0] != path]
+        chunks = select(
+            path=path,
+            text=text,
+            cursor=cursor,
+            window=window,
+            open_documents=others,
+            workspace=self.workspace,
+            index=self.index,
+            recent_edits=recent,
+            budget=budget,
+            count_tokens=count_tokens,
+        )
+        self.chosen += 1
+        block = Block(document_id, tuple(chunks), repo=self._repo_name(path)) if chunks else None
+        self.last = block.describe() if block else []
+        return block
+
+    def _catch_up(self) -> None:
+        """Parse the definitions of what changed (the workspace after a scan, documents)."""
+        with self._lock:
+            dirty, self._dirty = self._dirty, set()
+            documents = dict(self._documents)
+        files = self.workspace.files() if dirty else {}
+        for path in dirty:
+            text = documents.get(path, files.get(path))
+            if text is None:
+                self.index.remove(path)
+            else:
+                self.index.update(path, text)
+
+    def _repo_name(self, path: str) -> str:
+        if self.workspace.contains(path):
+            root = Path(path).parent
+            for folder in self.workspace.folders:
+                if path.startswith(folder.rstrip(os.sep) + os.sep):
+                    root = Path(folder)
+                    break
+            return root.name
+        return Path(path).parent.name
+
+    # -- what a request used -------------------------------------------------------------------
+    def record(self, tokens: int, cached: int) -> None:
+        self.used += 1
+        self.tokens_shown += tokens
+        self.tokens_cached += cached
+
+    def report(self) -> dict[str, Any]:
+        symbols = self.index.memory()
+        return {
+            "blocks_chosen": self.chosen,
+            "files_parsed": symbols["parsed"],
+            "parse_ms": symbols["parse_ms"],
+            "requests_with_context": self.used,
+            "tokens": self.tokens_shown,
+            "tokens_from_cache": self.tokens_cached,
+            "last_block": self.last,
+        }
+
+    def memory(self) -> dict[str, Any]:
+        with self._lock:
+            documents = len(self._documents)
+        symbols = self.index.memory()
+        workspace = self.workspace.stats()
+        return {  # (what is held: the work done is in report)
+            "open_documents": documents,
+            "workspace": {k: workspace[k] for k in WORKSPACE_HELD},
+            "symbols": {k: symbols[k] for k in ("files", "definitions", "names", "text_chars")},
+        }
+
+
+def _changed_lines(old: str, new: str) -> tuple[int, int]:
+    """The lines of `new` an edit changed (common prefix and suffix of the two texts)."""
+    start = common_prefix(old, new)
+    end = min(common_suffix(old, new), len(new) - start, len(old) - start)
+    first = new.count("\n", 0, start)
+    return first, max(first + 1, new.count("\n", 0, len(new) - end) + 1)

@@ -1,0 +1,152 @@
+"""Context beyond the file, through the server (fake backend): a definition in another open tab
+reaches the prompt's context block, a closed tab's leaves it, a workspace file edited on disk
+is noticed (workspace/didChangeWatchedFiles), a workspace larger than the bounds is read up to
+them with one message, and binary and unreadable files are skipped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import (
+    capabilities,
+    edit,
+    inline,
+    open_doc,
+    server_config,
+    stats,
+    wait_ready,
+)
+from tests.e2e.test_robustness import poll
+from tests.e2e.test_settings import nth_message
+
+ROOT = Path(tempfile.mkdtemp(prefix="spec-lsp-context-"))
+SHAPES = "def polygon_area(points):\n    total = 0.0\n    return abs(total) / 2\n"
+MAIN = "from shapes import polygon_area\n\n\ndef report(points):\n    area = "
+MAIN_URI = (ROOT / "main.py").as_uri()
+SHAPES_URI = (ROOT / "shapes.py").as_uri()
+BIG = Path(tempfile.mkdtemp(prefix="spec-lsp-context-big-"))
+
+
+async def begin(client: LanguageClient, folder: Path | None, **options: Any) -> None:
+    caps = capabilities()
+    caps.workspace.did_change_watched_files = lsp.DidChangeWatchedFilesClientCapabilities(  # type: ignore[union-attr]
+        dynamic_registration=True
+    )
+    folders = [lsp.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)] if folder else None
+    await client.initialize_session(
+        lsp.InitializeParams(
+            capabilities=caps,
+            workspace_folders=folders,
+            initialization_options={"precompute": False, **options},
+        )
+    )
+    await wait_ready(client)
+
+
+async def block(client: LanguageClient, want, timeout: float = 15.0) -> list[dict[str, Any]]:
+    """The context block once `want(parts)` holds (it is chosen while idle)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        parts = [
+            p if isinstance(p, dict) else p._asdict()
+            for p in (await stats(client)).context.last_block
+        ]
+        if want(parts):
+            return parts
+        assert loop.time() < deadline, f"the context block never satisfied the check: {parts}"
+        await asyncio.sleep(0.05)
+
+
+def paths(parts: list[dict[str, Any]]) -> set[str]:
+    return {p["path"] for p in parts}
+
+
+@pytest_lsp.fixture(config=server_config())
+async def tabs(lsp_client: LanguageClient):
+    await begin(lsp_client, None)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_a_tabs_definition_reaches_the_prompt_and_leaves_with_the_tab(tabs):
+    client = tabs
+    open_doc(client, SHAPES, uri=SHAPES_URI)
+    open_doc(client, MAIN, uri=MAIN_URI, version=1)
+    await inline(client, 4, 11, uri=MAIN_URI)
+    parts = await block(client, lambda parts: parts)
+    assert any(p["reason"] == "definition:polygon_area" for p in parts), parts
+    assert all("main.py" not in p["path"] for p in parts)  # never the file's own text
+    await poll(client, lambda s: not s.memory.file_prefix.pending)  # evaluated while idle
+    edit(client, (4, 11), (4, 11), "p", version=2, uri=MAIN_URI)
+    await inline(client, 4, 12, uri=MAIN_URI)
+    numbers = await stats(client)
+    assert numbers.context.requests_with_context == 1
+    assert numbers.context.tokens_from_cache == numbers.context.tokens > 0  # none on its time
+    client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri=SHAPES_URI))
+    )
+    await inline(client, 4, 11, uri=MAIN_URI)
+    await block(client, lambda parts: not parts)
+
+
+(ROOT / "shapes.py").write_text(SHAPES)
+(ROOT / "data.bin").write_bytes(b"\x00\x01polygon_area\x00" * 100)
+(ROOT / "secret.py").write_text("def hidden(): ...\n")
+os.chmod(ROOT / "secret.py", 0)
+
+
+@pytest_lsp.fixture(config=server_config())
+async def workspace(lsp_client: LanguageClient):
+    await begin(lsp_client, ROOT)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_a_workspace_file_on_disk_is_shown_and_its_edits_noticed(workspace):
+    client = workspace
+    open_doc(client, MAIN, uri=MAIN_URI, version=1)  # shapes.py is only on disk
+    await inline(client, 4, 11, uri=MAIN_URI)
+    parts = await block(client, lambda parts: "shapes.py" in paths(parts))
+    assert paths(parts) == {"shapes.py"}  # not the binary file, not the unreadable one
+    memory = (await stats(client)).memory.context.workspace
+    assert memory.files >= 2 and memory.skipped.binary == 1
+    if os.geteuid() != 0:  # (root reads any file)
+        assert memory.skipped.unreadable == 1
+    (ROOT / "shapes.py").write_text("def shoelace(points):\n    return 0\n")
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(uri=SHAPES_URI, type=lsp.FileChangeType.Changed)]
+        )
+    )
+    await inline(client, 4, 11, uri=MAIN_URI)
+    await block(client, lambda parts: not any("polygon_area" in p["reason"] for p in parts))
+
+
+for i in range(30):
+    (BIG / f"m{i:02d}.py").write_text(f"def f{i}():\n    return {i}\n")
+
+
+@pytest_lsp.fixture(config=server_config())
+async def big(lsp_client: LanguageClient):
+    await begin(lsp_client, BIG, workspaceMaxFiles=10)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_a_workspace_over_the_bounds_is_read_up_to_them_with_one_message(big):
+    client = big
+    message = await nth_message(client)
+    assert "10 files" in message.message and "workspaceMaxFiles" in message.message
+    await asyncio.sleep(0.5)
+    memory = (await stats(client)).memory.context.workspace
+    assert memory.files == 10 and memory.limited
+    assert len(client.messages) == 1
