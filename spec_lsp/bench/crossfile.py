@@ -56,6 +56,7 @@ CONTEXT_TOKENS = 1500  # the defining module's share of the ceiling's prompt
 MIN_CHARS = 16  # shorter lines are trivial (`return x`, `raise E`)
 PER_FILE = 2  # lines chosen from one file, at most
 REPO_NAME = "<|repo_name|>"  # Qwen2.5-Coder's repository format (its file marker: the template's)
+QUIET_MAX_S = 180.0  # --until-quiet: the longest reading (the block and the file prefix take ~40 s)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ class Answer:
     prompt_evaluated: int = 0
     context_tokens: int = 0  # of the prompt: the context block before the file's text
     context_chunks: list[dict[str, Any]] = field(default_factory=list)
+    read_s: float = 0.0  # spec-lsp's: the reading before the ask
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,7 +350,9 @@ async def ask_all(
         answers = {}
         for variant in turns(variants, n):
             if variant in SPEC:
-                answer = await ask_spec(server, use, variant, root, prefix, suffix, args.read_s)
+                answer = await ask_spec(
+                    server, use, variant, root, prefix, suffix, args.read_s, args.until_quiet
+                )
             else:
                 answer = Answer(variant)
                 before: list[fim.Segment] = []
@@ -370,6 +374,7 @@ async def ask_all(
             f"{n + 1:3d} {use.path}:{use.line + 1} {use.name}: "
             + " ".join(
                 f"{v} {'Y' if answers[v].exact else '-'} {answers[v].seconds:.1f}s"
+                f" ctx {answers[v].context_tokens} read {answers[v].read_s:.0f}s"
                 for v in variants
             )
             + f"   expected: {expected[:60]}"
@@ -386,9 +391,11 @@ async def ask_spec(
     prefix: str,
     suffix: str,
     read_s: float,
+    quiet: bool = False,
 ) -> Answer:
     """The line's file opened with the line emptied (its real URI), the defining module in
-    another tab or the package as the workspace folder as `variant` says; `read_s` of reading,
+    another tab or the package as the workspace folder as `variant` says; `read_s` of reading
+    (and on until the server is quiet with `quiet`),
     an Invoked request; then every document closed and the workspace folders forgotten."""
     uri = (root.parent / use.path).as_uri()
     opened = [uri]
@@ -400,9 +407,11 @@ async def ask_spec(
         opened.append(tab.as_uri())
     request = server.request(uri, Path(use.path).name, prefix, suffix)
     server.edit(request)
-    await server.read(read_s)
+    read = await server.read_until_quiet(read_s, read_s + QUIET_MAX_S) if quiet else read_s
+    if not quiet:
+        await server.read(read_s)
     completion, seconds = await server.ask(request)
-    answer = Answer(variant, seconds=seconds)
+    answer = Answer(variant, seconds=seconds, read_s=read)
     if completion is not None:
         stats = completion.stats
         answer.text = completion.text.split("\n")[0]
@@ -459,8 +468,8 @@ def render(results: list[dict[str, Any]], variants: list[str], header: str) -> s
         header,
         "",
         "| variant | exact | exact vs without context | time p50 (s) | time vs without context "
-        "| context tokens p50 |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| context tokens p50 | reading p50 (s) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for v in variants:
         base = WITHOUT.get(v)
@@ -469,9 +478,10 @@ def render(results: list[dict[str, Any]], variants: list[str], header: str) -> s
             ratio_exact = f"{exact[v] / exact[base]:.2f}x" if exact[base] else f"{exact[v]} vs 0"
             ratio_time = f"{p50[v] / p50[base]:.2f}x" if p50[base] else ""
         context = statistics.median([a["context_tokens"] for a in by[v]]) if by[v] else 0
+        read = statistics.median([a.get("read_s", 0.0) for a in by[v]]) if v in SPEC else None
         rows.append(
             f"| {v} | {exact[v]}/{total} | {ratio_exact} | {p50[v]:.2f} | {ratio_time} | "
-            f"{context:.0f} |"
+            f"{context:.0f} | {'' if read is None else f'{read:.1f}'} |"
         )
     rows += [
         "",
@@ -499,6 +509,12 @@ def main() -> None:
         "--read-s", type=float, default=5.0, help="idle seconds before each spec-lsp ask"
     )
     parser.add_argument(
+        "--until-quiet",
+        action="store_true",
+        help="after --read-s, read on until spec-lsp has no idle work left (at most "
+        f"{QUIET_MAX_S:.0f} s more): the quality with its context evaluated",
+    )
+    parser.add_argument(
         "--context-tokens",
         type=int,
         default=CONTEXT_TOKENS,
@@ -516,13 +532,14 @@ def main() -> None:
     if "plain+module" in variants and (plain.template is None or plain.template.name != "qwen"):
         raise SystemExit("plain+module is written in Qwen2.5-Coder's repository format")
     server = Server(engine, engine.settings)
+    title = machine(engine)
     try:
         results = asyncio.run(ask_all(server, plain, chosen, roots, variants, args))
     finally:
         server.close()
     versions = ", ".join(f"{name} {_version(name)}" for name in args.packages)
     header = (
-        f"# Cross-file context: {machine(engine)}\n\n"
+        f"# Cross-file context: {title}\n\n"
         f"`python -m spec_lsp.bench.crossfile {' '.join(_argv_shown(args))}`; "
         f"{len(results)} lines of {len(found)} found in {versions}; spec-lsp settings: "
         f"{extra or 'defaults'}, {args.read_s:g} s of reading before each ask; plain+module: "

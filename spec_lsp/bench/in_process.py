@@ -83,5 +83,14 @@ class Server:
         """The person reads: the server has the time to itself."""
         await asyncio.sleep(seconds)
 
+    async def read_until_quiet(self, least_s: float, most_s: float) -> float:
+        """The person reads at least `least_s`, and on until the server has nothing left to do
+        while idle (at most `most_s`). Returns the seconds read."""
+        started = time.perf_counter()
+        await asyncio.sleep(least_s)
+        while not self.scheduler.quiet and time.perf_counter() - started < most_s:
+            await asyncio.sleep(0.1)
+        return time.perf_counter() - started
+
     def close(self) -> None:
         self.scheduler.join()

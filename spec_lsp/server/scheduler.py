@@ -74,6 +74,7 @@ class Scheduler:
         self.first_load = True  # the load `initialized` starts has not ended yet
         self.held = False  # hold(): no background or idle work starts
         self._pending_prewarm: tuple[CompletionRequest, CancelToken] | None = None
+        self._growing = False  # the idle work (engine.grow_file_prefix) is running
 
     async def run(self, job: Callable[[], T]) -> T:
         """Run any other engine call (load, settings) on the worker thread, in order."""
@@ -247,6 +248,12 @@ class Scheduler:
             return
         self._idle_timer = self._loop.call_later(PREWARM_DELAY_S, self._start_idle)
 
+    @property
+    def quiet(self) -> bool:
+        """Nothing to do: no request, no prewarm, no idle work left (benchmarks read until)."""
+        busy = self._queued or self._live or self._growing or self._pending_prewarm is not None
+        return not busy and self._idle_timer is None and not self.engine.idle_work
+
     def _stop_idle(self, reason: str) -> None:
         self._idle.cancel(reason)
         if self._idle_timer is not None:
@@ -268,12 +275,15 @@ class Scheduler:
         def job() -> None:
             if token.cancelled:
                 return
+            self._growing = True
             try:
                 self.engine.grow_file_prefix(token)
             except (Cancelled, EngineError):
                 pass
             except Exception:
                 log.exception("growing the file prefix crashed")
+            finally:
+                self._growing = False
 
         self._executor.submit(job)  # (not a queued job: any request cancels it at once)
 
