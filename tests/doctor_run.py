@@ -15,7 +15,7 @@ def doctor(*args: str, **env: str) -> tuple[int, dict[str, dict[str, Any]]]:
         [sys.executable, "-m", "spec_lsp.cli", "doctor", "--json", *args],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=300,
         env={**os.environ, **env},
     )
     assert done.stdout, done.stderr

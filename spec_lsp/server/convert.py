@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
@@ -53,15 +53,19 @@ def offset_at(document: TextDocument, position: lsp.Position) -> int:
     return sum(len(line) for line in lines[: position.line]) + column
 
 
-def after_edit(change: lsp.TextDocumentContentChangeEvent) -> lsp.Position | None:
-    """Where the cursor is after an incremental change: the end of the inserted text (UTF-16
-    units, as LSP counts); None for a whole-document change (see edit_end)."""
+def after_edit(
+    change: lsp.TextDocumentContentChangeEvent, units: Callable[[str], int] | None = None
+) -> lsp.Position | None:
+    """Where the cursor is after an incremental change: the end of the inserted text, in the
+    negotiated encoding's code units (`units`: the document codec's client_num_units; UTF-16,
+    LSP's default, without one); None for a whole-document change (see edit_end)."""
     if not isinstance(change, lsp.TextDocumentContentChangePartial):
         return None
+    count = units or _utf16_len
     start, lines = change.range.start, change.text.split("\n")
     if len(lines) == 1:
-        return lsp.Position(start.line, start.character + _utf16_len(lines[0]))
-    return lsp.Position(start.line + len(lines) - 1, _utf16_len(lines[-1]))
+        return lsp.Position(start.line, start.character + count(lines[0]))
+    return lsp.Position(start.line + len(lines) - 1, count(lines[-1]))
 
 
 def edit_end(old: str, new: str) -> int | None:

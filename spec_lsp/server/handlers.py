@@ -105,7 +105,8 @@ def document_changed(
         return
     ls.scheduler.engine.document_changed(document.uri, document.source)
     changes = getattr(params, "content_changes", None)
-    where = convert.after_edit(changes[-1]) if changes else None
+    units = document.position_codec.client_num_units  # (the negotiated encoding's)
+    where = convert.after_edit(changes[-1], units) if changes else None
     if where is None and changes and isinstance(document, LspTextDocument):
         where = document.after_whole_change  # the whole text sent: where it differed
     small = len(document.source) <= ls.settings.max_document_chars

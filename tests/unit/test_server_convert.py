@@ -159,16 +159,25 @@ def test_completion_fallback_item():
     assert convert.to_completion_list(document, pos(0, 6), None).items == []
 
 
-def test_the_cursor_after_an_edit_is_the_end_of_the_inserted_text():
-    def change(line: int, character: int, text: str) -> lsp.TextDocumentContentChangePartial:
-        here = lsp.Position(line, character)
-        return lsp.TextDocumentContentChangePartial(range=lsp.Range(here, here), text=text)
+def change(line: int, character: int, text: str) -> lsp.TextDocumentContentChangePartial:
+    here = lsp.Position(line, character)
+    return lsp.TextDocumentContentChangePartial(range=lsp.Range(here, here), text=text)
 
+
+def test_the_cursor_after_an_edit_is_the_end_of_the_inserted_text():
     assert convert.after_edit(change(3, 4, "abc")) == lsp.Position(3, 7)
     assert convert.after_edit(change(3, 4, "a\n    b")) == lsp.Position(4, 5)
     assert convert.after_edit(change(0, 2, "😀")) == lsp.Position(0, 4)  # UTF-16 units
     assert convert.after_edit(change(5, 0, "")) == lsp.Position(5, 0)  # a deletion
     assert convert.after_edit(lsp.TextDocumentContentChangeWholeDocument(text="x")) is None
+
+
+def test_after_an_edit_counts_in_the_negotiated_encoding():
+    utf8 = PositionCodec(lsp.PositionEncodingKind.Utf8).client_num_units
+    utf32 = PositionCodec(lsp.PositionEncodingKind.Utf32).client_num_units
+    assert convert.after_edit(change(0, 2, "é😀"), utf8) == lsp.Position(0, 8)  # 2 + 6 bytes
+    assert convert.after_edit(change(0, 2, "é😀"), utf32) == lsp.Position(0, 4)
+    assert convert.after_edit(change(1, 0, "x\né😀"), utf8) == lsp.Position(2, 6)
 
 
 @pytest.mark.parametrize(
