@@ -315,3 +315,22 @@ def test_a_folder_reached_through_a_symlink_keeps_the_editors_paths(tmp_path: Pa
     assert list(ws.files()) == [str(tmp_path / "alias" / "a.py")]
     assert ws.contains(str(real / "a.py")) and ws.contains(str(tmp_path / "alias" / "a.py"))
     assert ws.relative(str(real / "a.py")) == "a.py"
+
+
+def test_a_repositorys_own_git_config_runs_no_program(tmp_path: Path) -> None:
+    """A workspace's .git/config can name programs for git to run while it lists files
+    (core.fsmonitor) or after (hooks): reading the workspace runs none of them."""
+    repo, marker = tmp_path / "repo", tmp_path / "ran"
+    repo.mkdir()
+    git_init(repo)
+    write(repo, {"a.py": "A = 1\n"})
+    hook = tmp_path / "monitor.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "-C", str(repo), "config", "core.fsmonitor", str(hook)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "a.py"], check=True)
+    marker.unlink(missing_ok=True)  # (git add may have run it)
+    ws = Workspace()
+    ws.set_folders([str(repo)])
+    ws.file_changed(str(repo / "b.py"))
+    assert rel_files(ws, repo) == ["a.py"] and not marker.exists()

@@ -43,6 +43,9 @@ MAX_BYTES = 16 * 1024 * 1024
 MAX_FILE_BYTES = 200 * 1024
 MAX_LISTED = 200_000  # paths listed at most (a folder like $HOME: the walk stops there)
 GIT_TIMEOUT_S = 10.0
+# git with fixed arguments, no shell; a workspace's own .git/config could name a program for
+# git to run while it lists files (core.fsmonitor): turned off, and no hooks
+GIT = ("git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 SNIFF_BYTES = 8192
 JUNK_DIRS = {"node_modules", "__pycache__", ".venv", "venv", "build", "dist", "target"}
 SOURCE_EXTENSIONS = set(GRAMMARS) | {
@@ -408,7 +411,7 @@ def _git_files(folder: str) -> list[str] | None:
     None when the folder is not in a git work tree (or git is missing or too slow)."""
     try:
         done = subprocess.run(
-            ["git", "-C", folder, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            [*GIT, "-C", folder, "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
             check=False,
@@ -425,7 +428,7 @@ def _git_files(folder: str) -> list[str] | None:
 def _git_ignores(folder: str, rel: str) -> bool:
     try:
         done = subprocess.run(
-            ["git", "-C", folder, "check-ignore", "-q", "--", rel],
+            [*GIT, "-C", folder, "check-ignore", "-q", "--", rel],
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
             check=False,
