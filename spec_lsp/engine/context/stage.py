@@ -69,7 +69,11 @@ class ContextStage:
                 self.notify(message)
             with self._lock:
                 documents = set(self._documents)
-            for path, text in self.workspace.files().items():  # (here, not on the engine's thread)
+            files = self.workspace.files()
+            for path in self.index.paths():  # the folders' files no longer there
+                if path not in files and path not in documents:
+                    self.index.remove(path)
+            for path, text in files.items():  # (here, not on the engine's thread)
                 if path not in documents:
                     self.index.update(path, text)
             with self._lock:
