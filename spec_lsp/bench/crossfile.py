@@ -542,7 +542,8 @@ def main() -> None:
         f"# Cross-file context: {title}\n\n"
         f"`python -m spec_lsp.bench.crossfile {' '.join(_argv_shown(args))}`; "
         f"{len(results)} lines of {len(found)} found in {versions}; spec-lsp settings: "
-        f"{extra or 'defaults'}, {args.read_s:g} s of reading before each ask; plain+module: "
+        f"{extra or 'defaults'}, {args.read_s:g} s of reading before each ask"
+        f"{' and on until spec-lsp was quiet' if args.until_quiet else ''}; plain+module: "
         f"the defining module within {args.context_tokens} tokens. Exact: the answer's first "
         f"line is the line. Time: to the answer (spec-lsp: after the reading)."
     )
@@ -566,6 +567,7 @@ def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown += [f"--packages {' '.join(args.packages)}"] if args.packages != PACKAGES else []
     shown += [f"--variants {' '.join(args.variants)}"] if args.variants != VARIANTS else []
     shown += [f"--read-s {args.read_s:g}"] if args.read_s != 5.0 else []
+    shown += ["--until-quiet"] if args.until_quiet else []
     shown += (
         [f"--context-tokens {args.context_tokens}"] if args.context_tokens != CONTEXT_TOKENS else []
     )
