@@ -486,7 +486,9 @@ class Engine:
         request = fp.request
         if fp.pending or fp.block is None or request is None or self._warmed is fp.block:
             return None
-        return request if request.prefix + request.suffix == fp.text else None
+        text, prefix, suffix = fp.text, request.prefix, request.suffix
+        same = len(prefix) + len(suffix) == len(text) and text.startswith(prefix)
+        return request if same and text.endswith(suffix) else None  # (no copy: checked often)
 
     def _block_key(self) -> tuple[Any, ...]:
         fp = self.file_prefix
