@@ -486,9 +486,7 @@ class Engine:
         request = fp.request
         if fp.pending or fp.block is None or request is None or self._warmed is fp.block:
             return None
-        text, prefix, suffix = fp.text, request.prefix, request.suffix
-        same = len(prefix) + len(suffix) == len(text) and text.startswith(prefix)
-        return request if same and text.endswith(suffix) else None  # (no copy: checked often)
+        return request if request.prefix + request.suffix == fp.text else None
 
     def _block_key(self) -> tuple[Any, ...]:
         fp = self.file_prefix

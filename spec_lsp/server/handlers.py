@@ -65,9 +65,9 @@ def initialize(ls: SpecLanguageServer, params: lsp.InitializeParams) -> None:
 
 
 async def initialized(ls: SpecLanguageServer, params: lsp.InitializedParams) -> None:
+    await ls.watch_workspace_files()
     await ls.update_engine()  # (the engine takes the settings: the workspace's bounds too)
     ls.scheduler.engine.set_workspace_folders(ls.folders)
-    await ls.watch_workspace_files()  # (after the load: a client slow to answer delays nothing)
 
 
 def workspace_folders_changed(

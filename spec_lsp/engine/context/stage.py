@@ -110,9 +110,8 @@ class ContextStage:
                 self.generation += 1
         if not self.workspace.contains(path):
             self.index.remove(path)
-            return
-        self.workspace.file_changed(path)  # back to its text on disk
-        with self._lock:
+        else:  # back to its text on disk
+            self.workspace.file_changed(path)
             self._dirty.add(path)
 
     def files_changed(self, changed: Sequence[str], deleted: Sequence[str]) -> None:
