@@ -407,9 +407,7 @@ async def ask_spec(
         opened.append(tab.as_uri())
     request = server.request(uri, Path(use.path).name, prefix, suffix)
     server.edit(request)
-    read = await server.read_until_quiet(read_s, read_s + QUIET_MAX_S) if quiet else read_s
-    if not quiet:
-        await server.read(read_s)
+    read = await server.read_until_quiet(read_s, read_s + (QUIET_MAX_S if quiet else 0.0))
     completion, seconds = await server.ask(request)
     answer = Answer(variant, seconds=seconds, read_s=read)
     if completion is not None:

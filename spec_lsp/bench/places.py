@@ -27,6 +27,7 @@ import asyncio
 import hashlib
 import os
 import random
+import re
 import statistics
 import sysconfig
 import time
@@ -58,6 +59,8 @@ class Ask:
     prompt_evaluated: int = 0
     prompt_s: float = 0.0  # spec-lsp's prompt evaluation
     cache: str = ""  # how spec-lsp's prompt was served (file_prefix: from the file prefix)
+    context_tokens: int = 0  # the context block's tokens in spec-lsp's prompt (--tabs)
+    context_cached: int = 0  # of them, held in the KV cache when asked
     read_s: float = 0.0  # idle time before the ask (the person reading)
     plain_s: float = 0.0
     plain_text: str = ""
@@ -155,13 +158,34 @@ def first_line(text: str) -> str:
     return text.split("\n")[0].strip()
 
 
+def imported_modules(text: str, n: int) -> list[str]:
+    """The first `n` standard-library modules the file imports that are single files."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    found: list[str] = []
+    for match in re.finditer(r"^(?:from|import)[ \t]+([A-Za-z_]\w*)", text, re.M):
+        for name in (f"{match.group(1)}.py", f"{match.group(1)}/__init__.py"):
+            if name not in found and (root / name).is_file():
+                found.append(name)
+    return found[:n]
+
+
 async def run_places(
-    server: Server, plain: Plain, name: str, n: int, seed: int, read_s: float = 0.0
+    server: Server,
+    plain: Plain,
+    name: str,
+    n: int,
+    seed: int,
+    read_s: float = 0.0,
+    tabs: int = 0,
 ) -> list[Ask]:
     """At each place: the line emptied (an edit), `read_s` of reading, then an Invoked request,
-    and plain llama-cpp-python at the same place (the two take turns going first)."""
+    and plain llama-cpp-python at the same place (the two take turns going first). `tabs`: the
+    modules the file imports open in tabs (context for spec-lsp's prompt; plain sees none)."""
     text = stdlib(name)
     uri = f"file:///bench/{read_s:g}/{name}"  # a document of its own per reading time
+    for module in imported_modules(text, tabs):
+        tab = f"file:///bench/{read_s:g}/{module}"
+        server.open(server.request(tab, module, "", stdlib(module)))
     asks = []
     for order, line in enumerate(places(text, n, seed)):
         prefix, suffix, expected = emptied(text, line)
@@ -178,13 +202,15 @@ async def run_places(
                     ask.prompt_evaluated = completion.stats.prompt_tokens_evaluated
                     ask.prompt_s = completion.stats.prompt_seconds
                     ask.cache = completion.stats.cache
+                    ask.context_tokens = completion.stats.context_tokens
+                    ask.context_cached = completion.stats.context_cached_tokens
             else:
                 async with server.paused():
                     ask.plain_text, ask.plain_s = plain.complete(prefix, suffix)
         log(
             f"{name}:{ask.line} spec {ask.spec_s:6.2f}s "
             f"(prompt {ask.prompt_evaluated}/{ask.prompt_tokens} in {ask.prompt_s:.2f}s "
-            f"{ask.cache}) "
+            f"{ask.cache}; context {ask.context_cached}/{ask.context_tokens}) "
             f"plain {ask.plain_s:6.2f}s  "
             f"{first_line(ask.spec_text) == expected}/{first_line(ask.plain_text) == expected}"
         )
@@ -258,6 +284,14 @@ def p95(values: list[float]) -> float:
     return ordered[max(0, round(0.95 * len(ordered)) - 1)] if ordered else float("nan")
 
 
+def _context(group: list[Ask]) -> str:
+    """The context block's tokens per prompt (mean), and the share the KV cache held."""
+    shown = sum(a.context_tokens for a in group)
+    if not shown:
+        return "0"
+    return f"{shown / len(group):.0f} ({sum(a.context_cached for a in group) / shown:.0%})"
+
+
 def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
     groups = [("a file's first ask", [a for a in asks if a.order == 0])]
     for read_s in sorted({a.read_s for a in asks if a.order > 0}):
@@ -267,8 +301,9 @@ def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
         header,
         "",
         "| asks | n | spec-lsp p50 (s) | p95 | plain p50 (s) | p95 | ratio of p50s | "
-        "prompt evaluated | from the file prefix | exact spec / plain |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "prompt evaluated | from the file prefix | context tokens a prompt (held) | "
+        "exact spec / plain |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for label, group in groups:
         spec = [a.spec_s for a in group]
@@ -282,7 +317,7 @@ def render(asks: list[Ask], typing: list[Typed], header: str) -> str:
             f"| {label} | {len(group)} | {median(spec):.2f} | {p95(spec):.2f} | "
             f"{median(plain_):.2f} | {p95(plain_):.2f} | {median(spec) / median(plain_):.2f}x | "
             f"{evaluated:.0%} | {sum(a.cache == 'file_prefix' for a in group)} | "
-            f"{exact_spec} / {exact_plain} |"
+            f"{_context(group)} | {exact_spec} / {exact_plain} |"
         )
     if typing:
         rows += [
@@ -361,6 +396,13 @@ def main() -> None:
         "each value is a run of its own",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--tabs",
+        type=int,
+        default=0,
+        help="open up to this many of the standard-library modules each file imports in tabs "
+        "(what spec-lsp's context block is chosen from)",
+    )
     engine_options(parser)
     parser.add_argument(
         "--no-prewarm",
@@ -446,7 +488,9 @@ async def measure(
     try:
         for read_s in args.read_s:
             for name in args.files:
-                asks += await run_places(server, plain, name, args.places, args.seed, read_s)
+                asks += await run_places(
+                    server, plain, name, args.places, args.seed, read_s, args.tabs
+                )
                 typing += await run_typing(
                     server, plain, name, args.typing, args.key_ms / 1000, args.seed, read_s
                 )
@@ -460,6 +504,7 @@ def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown += [f"--read-s {' '.join(f'{r:g}' for r in args.read_s)}"]
     shown += [f"--setting {s}" for s in args.setting]
     shown += ["--no-prewarm"] if args.no_prewarm else []
+    shown += [f"--tabs {args.tabs}"] if args.tabs else []
     shown += [f"--key-ms {args.key_ms:g}"] if args.key_ms != 150.0 else []
     shown += [f"--files {' '.join(args.files)}"] if args.files != FILES else []
     return shown

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -82,6 +83,9 @@ RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
 # a prompt with the context block is used when it evaluates at most this many tokens more than
 # the prompt without it (the block's KV is evaluated while idle, never on a request's time)
 CONTEXT_SLACK = 16
+# remote: the block is chosen again when the cursor moves to another stretch of this many lines
+# (the server reuses its cache of a prompt's head only while the head stays the same)
+REMOTE_BLOCK_LINES = 40
 
 
 class Engine:
@@ -106,6 +110,8 @@ class Engine:
         self.context = ContextStage(notify=lambda message: self.notify(message))
         self._block_for: tuple[Any, ...] = ()  # what the file prefix's block was chosen for
         self._warmed: Block | None = None  # the block the last place was prewarmed with
+        self._remote_place: CompletionRequest | None = None  # remote: the last place asked
+        self._remote_block: Block | None = None  # remote: its block, chosen while idle
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -365,9 +371,20 @@ class Engine:
         if not self._remote_ready(remote):  # inside a backoff, or the server still down
             return Completion(text="", stats=stats)
         multiline = self._multiline(request)
+        self._remote_place = request
+        block = self._remote_block
+        block = block if block is not None and block.document == request.document_id else None
         prompt = build_text_prompt(
-            request, self.settings, remote.template, chars_per_token=remote.chars_per_token
+            request,
+            self.settings,
+            remote.template,
+            chars_per_token=remote.chars_per_token,
+            block=block,
         )
+        if prompt.block_tokens:
+            stats.context_chunks = block.describe() if block is not None else []
+            stats.context_tokens = prompt.block_tokens
+            self.context.record(prompt.block_tokens, 0)
 
         def should_stop(text: str) -> bool:
             text = prompt.generated(text)
@@ -468,7 +485,11 @@ class Engine:
     @property
     def idle_work(self) -> bool:
         """Whether there is work for idle time (the file prefix to evaluate further, or its
-        context block to choose)."""
+        context block to choose, other files' definitions to parse)."""
+        if self.context.parsing:
+            return True
+        if self.remote is not None:
+            return self._remote_place is not None and self._remote_key() != self._block_for
         return (
             self.loaded is not None
             and self.settings.cache
@@ -486,7 +507,9 @@ class Engine:
         request = fp.request
         if fp.pending or fp.block is None or request is None or self._warmed is fp.block:
             return None
-        return request if request.prefix + request.suffix == fp.text else None
+        text, prefix, suffix = fp.text, request.prefix, request.suffix
+        same = len(prefix) + len(suffix) == len(text) and text.startswith(prefix)
+        return request if same and text.endswith(suffix) else None  # (no copy: checked often)
 
     def _block_key(self) -> tuple[Any, ...]:
         fp = self.file_prefix
@@ -526,10 +549,49 @@ class Engine:
                 else "none",
             )
 
+    def _remote_key(self) -> tuple[Any, ...]:
+        place = self._remote_place
+        region = place.prefix.count("\n") // REMOTE_BLOCK_LINES if place is not None else -1
+        return (
+            place.document_id if place is not None else None,
+            region,
+            self.context.generation,
+            self.settings.context_tokens,
+        )
+
+    def _choose_remote_block(self, remote: RemoteLoaded) -> None:
+        """While idle, for a remote engine: the block of the last place asked, chosen again when
+        the cursor moved to another stretch of REMOTE_BLOCK_LINES lines or what it is chosen
+        from changed (so the server's prompt cache keeps its head meanwhile). It takes half
+        the prefix's budget at most: the prompt is no longer than without it."""
+        self._block_for = self._remote_key()
+        request = self._remote_place
+        if request is None:
+            return
+        per_token = remote.chars_per_token
+        prefix_chars = int(self.settings.prefix_tokens * per_token)
+        cursor_line = request.prefix.count("\n")
+        first = cursor_line - request.prefix[-prefix_chars:].count("\n")
+        self._remote_block = self.context.choose(
+            request.document_id,
+            request.prefix + request.suffix,
+            len(request.prefix),
+            (max(0, first), cursor_line + 1),
+            budget=min(self.settings.context_tokens, self.settings.prefix_tokens // 2),
+            count_tokens=lambda text: math.ceil(len(text) / per_token),
+        )
+
     def grow_file_prefix(self, cancel: CancelToken) -> int:
         """Idle time: evaluate more of the file prefix (file_prefix.py) until done or cancelled
         (any request: the chunk being computed is dropped). Returns the tokens evaluated."""
         if not self.idle_work:
+            return 0
+        self.context.parse(lambda: cancel.cancelled)
+        if cancel.cancelled or not self.idle_work:
+            return 0
+        if self.remote is not None:
+            if self._remote_key() != self._block_for:
+                self._choose_remote_block(self.remote)
             return 0
         loaded, prompts = self._require_loaded()
         self._choose_block(prompts)

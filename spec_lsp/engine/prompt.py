@@ -43,7 +43,8 @@ class PromptBuilder:
     gives the same tokens that way (Qwen2, Llama 3: checked at load): a prompt whose text starts
     on a line of the file prefix (file_prefix.py) is then a token prefix of it. (No cache of
     the chunks' tokens: 3,000 tokens take ~8 ms either way, and a cache shared by documents
-    churned: RSS crept up ~4 MB for every 200 documents opened and closed.)"""
+    churned: RSS crept up ~4 MB for every 200 documents opened and closed. A context block keeps
+    its own lines' tokens, and goes with them.)"""
 
     def __init__(self, target: ModelBackend, template: fim.FimTemplate | None) -> None:
         self.target, self.template = target, template
@@ -117,6 +118,10 @@ class PromptBuilder:
             segments = fim.build_prompt(self.template, prefix="", suffix="", **block.layout())
             empty = fim.build_prompt(self.template, prefix="", suffix="")
             block.tokens = self._count_segments(segments) - self._count_segments(empty)
+            if self.chunked:  # its lines' tokens, kept: each prompt of the block reuses them
+                for seg in segments:
+                    for chunk in [] if seg.special else window.line_chunks(seg.text):
+                        block.memo[chunk] = self.target.tokenize(chunk)
         return block.tokens
 
     def _count_segments(self, segments: Sequence[fim.Segment]) -> int:
@@ -132,13 +137,19 @@ class PromptBuilder:
     def count(self, text: str) -> int:
         return len(self.text_tokens(text))
 
-    def text_tokens(self, text: str) -> list[int]:
+    def text_tokens(self, text: str, memo: dict[str, list[int]] | None = None) -> list[int]:
         """The document's text as tokens: line chunk by line chunk where that gives the tokens
-        of the whole text, else whole."""
+        of the whole text, else whole. `memo`: chunks tokenized already (a block's lines)."""
         if not self.chunked:
             return self.target.tokenize(text)
         tokenize = self.target.tokenize
-        return [t for chunk in window.line_chunks(text) for t in tokenize(chunk)]
+        if not memo:
+            return [t for chunk in window.line_chunks(text) for t in tokenize(chunk)]
+        out: list[int] = []
+        for chunk in window.line_chunks(text):
+            known = memo.get(chunk)
+            out += tokenize(chunk) if known is None else known
+        return out
 
     def tokens(
         self, request: CompletionRequest, settings: Settings, block: Block | None = None
@@ -189,6 +200,7 @@ class PromptBuilder:
             **(block.layout() if block is not None else {}),
         )
         target = self.target
+        memo = block.memo if block is not None and self.block_tokens(block) else None
         tokens: list[int] = []
         if target.info.add_bos and "bos" in target.info.special:
             tokens.append(target.info.special["bos"])
@@ -200,7 +212,7 @@ class PromptBuilder:
             if seg.special:
                 tokens += target.tokenize(seg.text, special=True)
             else:
-                tokens += self.text_tokens(seg.text)
+                tokens += self.text_tokens(seg.text, memo)
         if head < 0:
             head = len(tokens)
         middle_tokens = target.tokenize(middle) if middle else []

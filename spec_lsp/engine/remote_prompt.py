@@ -7,6 +7,9 @@ a sample of code, else CHARS_PER_TOKEN. A token count per window block would cos
 round trip on every keystroke, and the window only needs a budget, not an exact count: the
 server's context (or its error message) is the hard limit.
 
+The context block (other files' parts, engine/context) opens the prompt as in-process, chosen
+while idle for the last place asked (engine._choose_remote_block).
+
 What the in-process engine does and this cannot: token healing (it needs the vocabulary and a
 constraint on the first token), so a prompt ends at the user's last character. The cursor
 line's trailing blanks are left out and undone (`heal`) as in-process. User text and template
@@ -20,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from spec_lsp.config import Settings
+from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.prompt import heal, split_for_typing
 from spec_lsp.engine.types import CompletionRequest
 from spec_lsp.prompts import fim, window
@@ -66,6 +70,7 @@ class TextPrompt:
     text: str  # what the server completes
     prefix: str  # the request's text before the cursor (to undo the left-out blanks)
     stop: tuple[str, ...]  # texts that end the completion: the template's end tokens
+    block_tokens: int = 0  # what the context block takes (estimated in the server's tokens)
 
     def generated(self, text: str) -> str:
         """What the server's text adds to the user's (the left-out blanks undone)."""
@@ -78,21 +83,36 @@ def build(
     template: fim.FimTemplate | None,
     *,
     chars_per_token: float = CHARS_PER_TOKEN,
+    block: Block | None = None,
 ) -> TextPrompt:
+    """The prompt's text; after the context `block` if given (the prefix's budget less what the
+    block takes, so that the prompt is no longer than without it)."""
+
     def count(text: str) -> int:
         return math.ceil(len(text) / chars_per_token)
 
+    layout = block.layout() if block is not None else {}
+    shown = 0
+    if block is not None:
+        empty = fim.render(fim.build_prompt(template, prefix="", suffix=""))
+        shown = count(fim.render(fim.build_prompt(template, prefix="", suffix="", **layout)))
+        shown = max(0, shown - count(empty))
     prefix, suffix = window.window(
         request.prefix.rstrip(" \t"),
         request.suffix,
         count_tokens=count,
-        prefix_budget=settings.prefix_tokens,
+        prefix_budget=max(settings.prefix_tokens - shown, settings.prefix_tokens // 2),
         suffix_budget=settings.suffix_tokens,
     )
     head, middle = split_for_typing(prefix, lines_before=request.prefix.count("\n"))
     segments = fim.build_prompt(
-        template, prefix=head, suffix=suffix, file_name=request.file_name, language=request.language
+        template,
+        prefix=head,
+        suffix=suffix,
+        file_name=request.file_name,
+        language=request.language,
+        **layout,
     )
     text = fim.render(segments) + middle
     stop = tuple(dict.fromkeys((*request.stop, *(template.end_tokens if template else ()))))
-    return TextPrompt(text=text, prefix=request.prefix, stop=stop)
+    return TextPrompt(text=text, prefix=request.prefix, stop=stop, block_tokens=shown)

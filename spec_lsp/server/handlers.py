@@ -65,9 +65,9 @@ def initialize(ls: SpecLanguageServer, params: lsp.InitializeParams) -> None:
 
 
 async def initialized(ls: SpecLanguageServer, params: lsp.InitializedParams) -> None:
-    await ls.watch_workspace_files()
     await ls.update_engine()  # (the engine takes the settings: the workspace's bounds too)
     ls.scheduler.engine.set_workspace_folders(ls.folders)
+    await ls.watch_workspace_files()  # (after the load: a client slow to answer delays nothing)
 
 
 def workspace_folders_changed(
@@ -131,6 +131,7 @@ async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocume
         for key in keys:
             engine.document_closed(key)
         heap.return_freed_memory()  # what the document held, back to the system
+        heap.settle_soon()  # (and once the closes stop, what the interpreter still keeps)
 
     if ls.scheduler.closed:
         return
@@ -152,6 +153,7 @@ def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
         "count": len(documents),
         "chars": sum(len(document.source) for document in documents),
     }
+    data["memory"]["heap"] = heap.in_use()  # allocated: what a leak grows (rss_mb: resident)
     data["memory"]["rss_mb"] = None  # the server's resident memory (Linux: /proc)
     try:
         with open("/proc/self/status", encoding="ascii") as status:

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
@@ -24,6 +25,7 @@ from tests.e2e.conftest import (
     stats,
     wait_ready,
 )
+from tests.e2e.remote_servers import Stub
 from tests.e2e.test_robustness import poll
 from tests.e2e.test_settings import nth_message
 
@@ -150,3 +152,36 @@ async def test_a_workspace_over_the_bounds_is_read_up_to_them_with_one_message(b
     memory = (await stats(client)).memory.context.workspace
     assert memory.files == 10 and memory.limited
     assert len(client.messages) == 1
+
+
+@pytest.fixture
+def stub():
+    server = Stub()
+    yield server
+    server.close()
+
+
+@pytest_lsp.fixture(config=server_config())
+async def remote(lsp_client: LanguageClient, stub: Stub):
+    await begin(lsp_client, None, engine="remote", remoteUrl=stub.url, fimTemplate="qwen")
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_a_remote_engine_sends_the_tabs_definition_in_the_prompt(remote, stub):
+    """The remote engine's prompt opens with the same block (chosen while idle after the first
+    ask), in the model's repository format."""
+    client, server = remote, stub
+    open_doc(client, SHAPES, uri=SHAPES_URI)
+    open_doc(client, MAIN, uri=MAIN_URI, version=1)
+    await inline(client, 4, 11, uri=MAIN_URI)
+    assert "<|repo_name|>" not in server.completions[-1]["prompt"]  # (nothing chosen yet)
+    parts = await block(client, lambda parts: parts)
+    assert any(p["reason"] == "definition:polygon_area" for p in parts), parts
+    edit(client, (4, 11), (4, 11), "p", version=2, uri=MAIN_URI)
+    await inline(client, 4, 12, uri=MAIN_URI)
+    prompt = server.completions[-1]["prompt"]
+    assert prompt.startswith("<|repo_name|>")
+    assert "<|file_sep|>shapes.py\ndef polygon_area(points):" in prompt
+    assert prompt.index("def polygon_area") < prompt.index("<|fim_prefix|>")
+    assert (await stats(client)).context.requests_with_context == 1

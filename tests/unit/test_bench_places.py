@@ -53,6 +53,8 @@ def test_the_report_compares_first_and_later_asks_with_plain():
             prompt_tokens=100,
             prompt_evaluated=25,
             cache="file_prefix",
+            context_tokens=40,
+            context_cached=30,
             read_s=15.0,
             plain_s=1.0,
             plain_text="y = 2",
@@ -62,9 +64,11 @@ def test_the_report_compares_first_and_later_asks_with_plain():
         Typed("f.py", 3, 10, shown_while_typing=4, spec_after_pause_s=0.2, plain_after_pause_s=1.0)
     ]
     table = render(asks, typing, "# header")
-    assert "| a file's first ask | 1 | 2.00 |" in table and "| 2.00x | 100% | 0 | 1 / 0 |" in table
+    assert (
+        "| a file's first ask | 1 | 2.00 |" in table and "| 2.00x | 100% | 0 | 0 | 1 / 0 |" in table
+    )
     assert "| later places, after reading 15 s | 1 | 0.50 |" in table
-    assert "| 0.50x | 25% | 1 | 1 / 1 |" in table
+    assert "| 0.50x | 25% | 1 | 40 (75%) | 1 / 1 |" in table
     assert "| 1 | 10 | 4 | 0.20 | 1.00 | 0.20x |" in table
 
 

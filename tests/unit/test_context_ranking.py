@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine.context.ranking import select
+from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS, select
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.types import ContextChunk
 from spec_lsp.engine.context.workspace import Workspace
@@ -325,3 +325,19 @@ def test_an_imported_files_outline_shows_its_classes_methods() -> None:
         "    def greet(self, other):\n        ...\n"
         "def make_user(name):\n    ..."
     )
+
+
+def test_similar_chunks_come_from_the_latest_tabs_only() -> None:
+    """Of many open tabs, the SIMILAR_DOCUMENTS latest edited or opened are searched (the
+    mapping's order, newest last): a like chunk in an older tab is not shown until it is
+    touched again."""
+    main = "def handler(request, session):\n    user = session.lookup(request.token_id)\n    "
+    similar = "def other(request, session):\n    token = session.lookup(request.token_id)\n"
+    older = {"/p/views.py": similar}
+    newer = {f"/p/n{i}.py": f"VALUE_{i} = {i}\n" for i in range(SIMILAR_DOCUMENTS)}
+    documents = {"/p/main.py": main, **older, **newer}
+    assert choose("/p/main.py", main, documents) == []
+    touched = {"/p/main.py": main, **newer, **older}
+    assert [(c.path, c.reason) for c in choose("/p/main.py", main, touched)] == [
+        ("views.py", "similar")
+    ]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS
 from spec_lsp.engine.context.stage import ContextStage
 
 MAIN = "from shapes import polygon_area\n\n\ndef report(points):\n    area = "
 
 
 def choose(stage: ContextStage, folder: Path) -> list[str]:
+    stage.parse()
     block = stage.choose(
         (folder / "main.py").as_uri(), MAIN, len(MAIN), (0, 5), budget=512, count_tokens=len
     )
@@ -35,3 +37,51 @@ def test_a_closed_document_outside_the_folders_leaves_the_index(tmp_path: Path) 
     assert "definition:polygon_area" in choose(stage, tmp_path)
     stage.document_closed(shapes)
     assert choose(stage, tmp_path) == []
+
+
+def test_a_closed_document_leaves_no_similar_windows_behind(tmp_path: Path) -> None:
+    """The identifier windows kept for the open tabs go with the tab: 100 tabs opened, chosen
+    from and closed leave none held (they were once kept in a module-wide cache of 64 texts)."""
+    stage = ContextStage()
+    tabs = [(tmp_path / f"tab{i}.py").as_uri() for i in range(100)]
+    for i, uri in enumerate(tabs):
+        stage.document_changed(uri, f"def helper_{i}(points):\n    return scale(points)\n", "")
+    here = "from shapes import scale\n\nprint(scale(read_points()))\n"
+    stage.choose(tmp_path.as_uri(), here, len(here), (0, 3), budget=512, count_tokens=len)
+    assert stage.memory()["similar_windows"] == SIMILAR_DOCUMENTS  # (the latest tabs')
+    for uri in tabs:
+        stage.document_closed(uri)
+    stage.parse()
+    assert stage.memory()["similar_windows"] == 0
+    assert stage.memory()["symbols"]["files"] == 0
+
+
+def test_choosing_never_parses_parsing_stops_when_asked_and_moves_the_block_once_done(
+    tmp_path: Path,
+) -> None:
+    """Choosing a block never parses (a choice uses what is parsed); parsing goes a file at a
+    time while idle and stops when a request comes (cancelled); once every changed file is
+    parsed, `generation` moves (the block is chosen again)."""
+    stage = ContextStage()
+    body = "".join(f"def filler_{j}(x):\n    return x + {j}\n" for j in range(200))
+    for i in range(10):
+        stage.document_changed((tmp_path / f"big{i}.py").as_uri(), body, focus="")
+    shapes = (tmp_path / "shapes.py").as_uri()
+    stage.document_changed(shapes, "def polygon_area(points):\n    return 0.0\n", focus="")
+    block = stage.choose(
+        (tmp_path / "main.py").as_uri(), MAIN, len(MAIN), (0, 5), budget=512, count_tokens=len
+    )
+    assert stage.memory()["symbols"]["files"] == 0 and stage.parsing
+    assert block is None or "definition:polygon_area" not in [c.reason for c in block.chunks]
+    asked = iter(range(100))
+    stage.parse(lambda: next(asked) >= 3)  # a request after 3 files
+    assert stage.memory()["symbols"]["files"] == 3 and stage.parsing
+    before = stage.generation
+    stage.parse()
+    assert not stage.parsing and stage.memory()["symbols"]["files"] == 11
+    assert stage.generation == before + 1
+    assert "definition:polygon_area" in choose(stage, tmp_path)
+    stage.document_changed(shapes, "def polygon_area(points):\n    return 1.0\n", focus=shapes)
+    before = stage.generation
+    stage.parse()  # the focus document's own edits move no block
+    assert stage.generation == before

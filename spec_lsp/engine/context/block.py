@@ -8,10 +8,12 @@ a request uses it only when that costs no more than the prompt without it (engin
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from spec_lsp.engine.context.types import ContextChunk
+from spec_lsp.prompts.comments import comment_marker
 
 
 @dataclass(eq=False)
@@ -21,6 +23,8 @@ class Block:
     repo: str  # the repository's name, as the model's repository format shows it
     tokens: int = -1  # what it takes at a prompt's head (PromptBuilder.block_tokens)
     key: tuple[Any, ...] = field(init=False)
+    # its lines' tokens (filled with `tokens`): prompts of the block tokenize only the document's
+    memo: dict[str, list[int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.key = (self.repo, tuple((c.path, c.text) for c in self.chunks))
@@ -30,8 +34,26 @@ class Block:
         return other is not None and other.key == self.key
 
     def layout(self) -> dict[str, Any]:
-        """fim.build_prompt's arguments for the block."""
-        return {"context": [(c.path, c.text) for c in self.chunks], "repo": self.repo}
+        """fim.build_prompt's arguments for the block: each file once, its parts in line order
+        (a commented `...` where lines are left out), the file with the best part last (next
+        to the current file, where a model heeds context most), as a repository lists files."""
+        return {"context": self.files, "repo": self.repo}
+
+    @functools.cached_property
+    def files(self) -> list[tuple[str, str]]:
+        by_path: dict[str, list[ContextChunk]] = {}
+        for chunk in self.chunks:  # (best first)
+            by_path.setdefault(chunk.path, []).append(chunk)
+        files = []
+        for path, parts in reversed(by_path.items()):
+            gap = f"{comment_marker('', path)} ...\n"
+            text, at = "", -1
+            for part in sorted(parts, key=lambda c: c.start_line):
+                if at >= 0:
+                    text += "\n" if part.start_line == at else "\n" + gap
+                text, at = text + part.text.rstrip("\n"), part.end_line
+            files.append((path, text))
+        return files
 
     def describe(self) -> list[dict[str, Any]]:
         """What went in and why (stats, logs)."""

@@ -2,8 +2,9 @@
 block chosen for the document in focus.
 
 Everything here runs off the request path: documents arrive as text (instantly: they are only
-kept, and their definitions parsed when a block is next chosen), the workspace is read on a
-thread of its own, and a block is chosen while idle (engine.grow_file_prefix). `generation`
+kept), their definitions are parsed while idle (`parse`), the workspace is read on a thread of
+its own, and a block is chosen while idle from what is parsed (engine.grow_file_prefix), and
+chosen again once more is. `generation`
 counts changes to what a block is chosen from (other documents, the workspace): a block is
 chosen again when it moved, or when the file prefix anchors anew (the focus moved). Edits to
 the document in focus do not change its block: typing must not move the KV under it.
@@ -21,7 +22,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.context.ranking import select
+from spec_lsp.engine.context.ranking import SimilarWindows, select
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.workspace import Workspace
 from spec_lsp.textdiff import common_prefix, common_suffix
@@ -43,10 +44,13 @@ class ContextStage:
             files_setting="workspaceMaxFiles", bytes_setting="workspaceMaxMb"
         )
         self.index = SymbolIndex()
+        self.windows = SimilarWindows()  # the open documents' identifier windows
         self.notify = notify or (lambda message: log.warning("%s", message))
         self._lock = threading.Lock()
         self._documents: dict[str, str] = {}  # path -> text (open documents)
-        self._dirty: set[str] = set()  # documents whose definitions are not parsed yet
+        self._dirty: set[str] = set()  # files whose definitions are not parsed yet
+        self._moves: set[str] = set()  # those of them whose parse moves the block (not the focus)
+        self._moved = False  # one of those was parsed: the block moves once all are
         self._recent: deque[tuple[str, int, int]] = deque(maxlen=RECENT_EDITS)
         self._scan: threading.Thread | None = None
         self.generation = 0  # what blocks are chosen from changed (not the focus document)
@@ -95,12 +99,14 @@ class ContextStage:
             old = self._documents.get(path)
             if old == text:
                 return
-            self._documents[path] = text
-            self._dirty.add(path)
+            self._documents.pop(path, None)
+            self._documents[path] = text  # (newest last: the tabs like the cursor's are its last)
             if document_id != focus:
                 self.generation += 1
+                self._moves.add(path)
                 if old is not None:
                     self._recent.append((path, *_changed_lines(old, text)))
+            self._mark({path})
 
     def document_closed(self, document_id: str) -> None:
         path = document_path(document_id)
@@ -108,11 +114,14 @@ class ContextStage:
             if self._documents.pop(path, None) is not None:
                 self._dirty.discard(path)
                 self.generation += 1
+            self.windows.keep_only(self._documents)
         if not self.workspace.contains(path):
             self.index.remove(path)
         else:  # back to its text on disk
             self.workspace.file_changed(path)
-            self._dirty.add(path)
+            with self._lock:
+                self._moves.add(path)
+                self._mark({path})
 
     def files_changed(self, changed: Sequence[str], deleted: Sequence[str]) -> None:
         """workspace/didChangeWatchedFiles: files created, changed or deleted on disk."""
@@ -124,8 +133,47 @@ class ContextStage:
                 if path not in self._documents:
                     self.index.remove(path)
         with self._lock:
-            self._dirty.update(p for p in changed if p not in self._documents)
+            disk = {p for p in changed if p not in self._documents}
+            self._moves.update(disk)
+            self._mark(disk)
             self.generation += 1
+
+    # -- parsing, while idle ---------------------------------------------------------------------
+    def _mark(self, paths: set[str]) -> None:
+        """(Under the lock.) Files to parse while idle."""
+        self._dirty.update(paths)
+
+    @property
+    def parsing(self) -> bool:
+        """Files wait to be parsed."""
+        return bool(self._dirty)
+
+    def parse(self, cancelled: Callable[[], bool] = lambda: False) -> None:
+        """Parse what changed, a file at a time (the newest text of each), until done or
+        `cancelled()` (checked between files: a request waits for one file at most); once all
+        is parsed, the block is chosen again if files other than the focus document were among
+        them. Idle time, on the engine's thread: a thread of its own took its own allocator
+        arena, and resident memory crept up with every batch of documents opened and closed."""
+        while not cancelled():
+            with self._lock:
+                if not self._dirty:
+                    break
+                path = self._dirty.pop()
+                text = self._documents.get(path)
+            if text is None:
+                text = self.workspace.files().get(path)
+            if text is None:
+                self.index.remove(path)
+            else:
+                self.index.update(path, text)
+            with self._lock:
+                if path in self._moves and path not in self._dirty:
+                    self._moves.discard(path)
+                    self._moved = True
+        with self._lock:
+            if not self._dirty and self._moved:
+                self.generation += 1
+                self._moved = False
 
     # -- a block, while idle -------------------------------------------------------------------
     def choose(
@@ -141,11 +189,11 @@ class ContextStage:
         """The block for a place of a document (None when nothing fits or budget is 0)."""
         if budget <= 0:
             return None
-        self._catch_up()
         path = document_path(document_id)
         with self._lock:
             others = {p: t for p, t in self._documents.items() if p != path}
             recent = [edit for edit in self._recent if edit[0] != path]
+            self.windows.keep_only(self._documents)  # (a document closed since: forgotten)
         chunks = select(
             path=path,
             text=text,
@@ -157,24 +205,12 @@ class ContextStage:
             recent_edits=recent,
             budget=budget,
             count_tokens=count_tokens,
+            windows=self.windows,
         )
         self.chosen += 1
         block = Block(document_id, tuple(chunks), repo=self._repo_name(path)) if chunks else None
         self.last = block.describe() if block else []
         return block
-
-    def _catch_up(self) -> None:
-        """Parse the definitions of what changed (the workspace after a scan, documents)."""
-        with self._lock:
-            dirty, self._dirty = self._dirty, set()
-            documents = dict(self._documents)
-        files = self.workspace.files() if dirty else {}
-        for path in dirty:
-            text = documents.get(path, files.get(path))
-            if text is None:
-                self.index.remove(path)
-            else:
-                self.index.update(path, text)
 
     def _repo_name(self, path: str) -> str:
         if self.workspace.contains(path):
@@ -211,6 +247,7 @@ class ContextStage:
         workspace = self.workspace.stats()
         return {  # (what is held: the work done is in report)
             "open_documents": documents,
+            "similar_windows": len(self.windows),
             "workspace": {k: workspace[k] for k in WORKSPACE_HELD},
             "symbols": {k: symbols[k] for k in ("files", "definitions", "names", "text_chars")},
         }

@@ -298,7 +298,7 @@ _MEMBER_FIELDS = ("attribute", "property", "field", "name")
 _NOT_CODE = ("comment", "string", "heredoc")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Used:
     """A name used in code (not in a comment or a string)."""
 
@@ -436,6 +436,8 @@ class SymbolIndex:
                 by_path.pop(path, None)
                 if not by_path:
                     del self._names[d.name]
+        if not self._files:  # (a dict keeps its largest table: the last file gone, a new one)
+            self._names = {}
 
     def lookup(self, name: str) -> list[tuple[str, Definition]]:
         """Every definition of `name`, by path and line."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ContextChunk:
     """A part of another file shown to the model: where it is, its text, and why it was chosen
     ("definition:<name>", "similar", "recent_edit", "import:<module>")."""
@@ -18,7 +18,7 @@ class ContextChunk:
     score: float = 0.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Definition:
     """A name a file defines: a function, class, type, constant... (symbols.definitions)."""
 
