@@ -530,7 +530,7 @@ def main() -> None:
     if "plain+module" in variants and (plain.template is None or plain.template.name != "qwen"):
         raise SystemExit("plain+module is written in Qwen2.5-Coder's repository format")
     server = Server(engine, engine.settings)
-    title = machine(engine)
+    title = machine(plain.model_path)
     try:
         results = asyncio.run(ask_all(server, plain, chosen, roots, variants, args))
     finally:

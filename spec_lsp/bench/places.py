@@ -119,6 +119,7 @@ class Plain:
         assert engine.loaded is not None
         self.template = engine.loaded.template
         self.settings = settings
+        self.model_path = path
         self.llm = plain_llama(
             path, n_ctx=settings.context_size, threads=settings.threads, prompt_lookup=False
         )
@@ -412,6 +413,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "places.md"))
     args = parser.parse_args()
     engine, plain, extra = with_plain(args)
+    model = plain.model_path  # (the engine is closed after the run)
     asks, typing = asyncio.run(
         measure(Server(engine, engine.settings, prewarm=not args.no_prewarm), plain, args)
     )
@@ -419,7 +421,7 @@ def main() -> None:
         f"{name} {hashlib.sha256(stdlib(name).encode()).hexdigest()[:12]}" for name in args.files
     )
     header = (
-        f"# Time to a suggestion: {machine(engine)}\n\n"
+        f"# Time to a suggestion: {machine(model)}\n\n"
         f"`python -m spec_lsp.bench.places {' '.join(_argv_shown(args))}`; files (stdlib, "
         f"sha256): {digests}; spec-lsp settings: {extra or 'defaults'}; plain llama-cpp-python: "
         f"the same window and FIM template, create_completion, stop at the line's end."
@@ -463,14 +465,10 @@ def with_plain(args: argparse.Namespace) -> tuple[Engine, Plain, dict[str, Any]]
     return engine, Plain(engine, engine.loaded.target.info.path, settings), extra
 
 
-def machine(engine: Engine) -> str:
-    """The model and the machine, for a report's title."""
-    assert engine.loaded is not None
+def machine(model: str) -> str:
+    """The model (its file) and the machine, for a report's title."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (
-        f"{Path(engine.loaded.target.info.path).name}, {os.cpu_count()} CPUs "
-        f"(load average {load:.1f} at the end)"
-    )
+    return f"{Path(model).name}, {os.cpu_count()} CPUs (load average {load:.1f} at the end)"
 
 
 def report(out: Path, table: str, raw: dict[str, Any]) -> None:

@@ -107,7 +107,12 @@ class Engine:
         # how the user is told about a remote server's faults (the server sets it; any thread)
         self.notify: Callable[[str], None] = lambda message: log.warning("%s", message)
         self.workspace_folders: list[str] = []
-        self.context = ContextStage(notify=lambda message: self.notify(message))
+        # called from another thread when idle work appears unasked (a workspace read): the
+        # server's scheduler sets it to start its idle work
+        self.on_idle_work: Callable[[], None] = lambda: None
+        self.context = ContextStage(
+            notify=lambda message: self.notify(message), changed=lambda: self.on_idle_work()
+        )
         self._block_for: tuple[Any, ...] = ()  # what the file prefix's block was chosen for
         self._warmed: Block | None = None  # the block the last place was prewarmed with
         self._remote_place: CompletionRequest | None = None  # remote: the last place asked
@@ -518,15 +523,19 @@ class Engine:
     def _choose_block(self, prompts: PromptBuilder) -> None:
         """While idle: the context block of the file prefix's document, chosen again when the
         focus moved (a new anchor) or what it is chosen from changed (other documents, the
-        workspace). A new block re-evaluates the file prefix from the block on."""
+        workspace), once the file prefix is evaluated. A new block re-evaluates the file prefix
+        from the block on."""
         key = self._block_key()
         if key == self._block_for:
             return
-        self._block_for = key
         fp = self.file_prefix
         if fp.request is None:
+            self._block_for = key
             fp.set_block(None)
             return
+        if fp.pending:  # the file's own text first: a new block re-evaluates it from the head
+            return  # (idle time the places it serves need before any block can be used)
+        self._block_for = key
         request = fp.request
         budget = FilePrefix.budget(self.settings, prompts.target.n_ctx) // 2
         cursor_line = request.prefix.count("\n")
@@ -594,15 +603,19 @@ class Engine:
                 self._choose_remote_block(self.remote)
             return 0
         loaded, prompts = self._require_loaded()
-        self._choose_block(prompts)
         owner = self.states.owner
-        grown = self.file_prefix.grow(
-            loaded.target,
-            prompts,
-            self.settings,
-            cancel,
-            park=lambda: self.states.park(owner, loaded.target),
-        )
+        grown = 0
+        for _pass in range(2):  # (a block is chosen once the file's own text is evaluated)
+            self._choose_block(prompts)
+            grown += self.file_prefix.grow(
+                loaded.target,
+                prompts,
+                self.settings,
+                cancel,
+                park=lambda: self.states.park(owner, loaded.target),
+            )
+            if cancel.cancelled:
+                break
         place = self._unwarmed()
         if place is None or cancel.cancelled:
             return grown

@@ -75,6 +75,14 @@ class Scheduler:
         self.held = False  # hold(): no background or idle work starts
         self._pending_prewarm: tuple[CompletionRequest, CancelToken] | None = None
         self._growing = False  # the idle work (engine.grow_file_prefix) is running
+        engine.on_idle_work = self._wake
+
+    def _wake(self) -> None:
+        """(Any thread.) The engine has idle work nothing here asked for: start it once idle."""
+        loop = self._loop
+        if loop is not None and not self.closed:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._idle_soon)
 
     async def run(self, job: Callable[[], T]) -> T:
         """Run any other engine call (load, settings) on the worker thread, in order."""

@@ -3,6 +3,7 @@ documents (a folder dropped leaves no definitions behind)."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS
@@ -85,3 +86,15 @@ def test_choosing_never_parses_parsing_stops_when_asked_and_moves_the_block_once
     before = stage.generation
     stage.parse()  # the focus document's own edits move no block
     assert stage.generation == before
+
+
+def test_a_finished_workspace_read_asks_for_idle_work(tmp_path: Path) -> None:
+    """The workspace is read on a thread of its own: when it ends the stage says so (the
+    server starts its idle work: the block is chosen while the person still reads)."""
+    (tmp_path / "shapes.py").write_text("def polygon_area(points):\n    return 0.0\n")
+    woken = threading.Event()
+    stage = ContextStage(changed=woken.set)
+    before = stage.generation
+    stage.set_folders([str(tmp_path)], max_files=100, max_mb=1)
+    assert woken.wait(10)
+    assert stage.generation > before

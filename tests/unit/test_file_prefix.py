@@ -188,3 +188,24 @@ def test_the_anchor_is_a_stable_start():
     assert anchor % 16 == 0 and 300 - 80 <= anchor <= 300 - 60
     # the same anchor wherever the cursor is on the lines the window starts at
     assert choose_anchor(lines[: 301 * 20], 290, count, budget=3000) == anchor
+
+
+def test_the_context_block_waits_for_the_files_own_text(engine):
+    """A block re-evaluates the file prefix from its head, so it is chosen only once the file's
+    own text is evaluated (idle time the places need first); then it is, and the place's prompt
+    opens with it."""
+    tab = "file:///shapes.py"
+    engine.document_changed(tab, "def polygon_area(points):\n    return 0.0\n")
+    text = TEXT + "\n\ndef report(points):\n    area = polygon_area(points)\n    return area\n"
+    engine.document_changed(URI, text)
+    engine.complete(at(183, text), CancelToken())
+    loaded, prompts = engine._require_loaded()
+    assert engine.file_prefix.pending
+    engine.context.parse()
+    engine._choose_block(prompts)
+    assert engine.file_prefix.block is None and engine.context.chosen == 0
+    grow(engine)
+    block = engine.file_prefix.block
+    assert block is not None and not engine.file_prefix.pending
+    assert [c.reason for c in block.chunks] == ["definition:polygon_area"]
+    assert engine._prompt(loaded, prompts, at(183, text)).block is block

@@ -39,13 +39,21 @@ def document_path(document_id: str) -> str:
 
 
 class ContextStage:
-    def __init__(self, *, notify: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        notify: Callable[[str], None] | None = None,
+        changed: Callable[[], None] | None = None,
+    ) -> None:
+        """`notify`: a message for the person (a workspace over its bounds); `changed`: called
+        from the workspace's thread when a scan has ended (idle work: a block to choose)."""
         self.workspace = Workspace(
             files_setting="workspaceMaxFiles", bytes_setting="workspaceMaxMb"
         )
         self.index = SymbolIndex()
         self.windows = SimilarWindows()  # the open documents' identifier windows
         self.notify = notify or (lambda message: log.warning("%s", message))
+        self.changed = changed or (lambda: None)
         self._lock = threading.Lock()
         self._documents: dict[str, str] = {}  # path -> text (open documents)
         self._dirty: set[str] = set()  # files whose definitions are not parsed yet
@@ -82,6 +90,7 @@ class ContextStage:
                     self.index.update(path, text)
             with self._lock:
                 self.generation += 1
+            self.changed()  # (the person may be reading: the block is chosen meanwhile)
 
         self._scan = threading.Thread(target=scan, name="spec-lsp-workspace", daemon=True)
         self._scan.start()
