@@ -386,8 +386,8 @@ class Engine:
             chars_per_token=remote.chars_per_token,
             block=block,
         )
-        if prompt.block_tokens:
-            stats.context_chunks = block.describe() if block is not None else []
+        if block is not None and prompt.block_tokens:
+            stats.context_chunks = block.describe()
             stats.context_tokens = prompt.block_tokens
             self.context.record(prompt.block_tokens, 0)
 

@@ -117,16 +117,21 @@ class PromptBuilder:
         if block.tokens < 0:
             segments = fim.build_prompt(self.template, prefix="", suffix="", **block.layout())
             empty = fim.build_prompt(self.template, prefix="", suffix="")
-            block.tokens = self._count_segments(segments) - self._count_segments(empty)
             if self.chunked:  # its lines' tokens, kept: each prompt of the block reuses them
                 for seg in segments:
                     for chunk in [] if seg.special else window.line_chunks(seg.text):
                         block.memo[chunk] = self.target.tokenize(chunk)
+            counted = self._count_segments(segments, block.memo)
+            block.tokens = counted - self._count_segments(empty)
         return block.tokens
 
-    def _count_segments(self, segments: Sequence[fim.Segment]) -> int:
+    def _count_segments(
+        self, segments: Sequence[fim.Segment], memo: dict[str, list[int]] | None = None
+    ) -> int:
         return sum(
-            len(self.target.tokenize(s.text, special=True)) if s.special else self.count(s.text)
+            len(self.target.tokenize(s.text, special=True))
+            if s.special
+            else len(self.text_tokens(s.text, memo))
             for s in segments
         )
 

@@ -15,25 +15,9 @@ import gc
 import logging
 import sys
 import threading
-from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
-
-
-def _find_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim  # glibc only
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
-    return trim
-
-
-_TRIM = _find_trim()
 
 
 class _MallInfo2(ctypes.Structure):
@@ -45,20 +29,22 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
-def _find_mallinfo() -> Callable[[], _MallInfo2] | None:
+def _glibc(name: str) -> Any | None:
+    """A glibc function (None elsewhere: macOS, Windows, musl, an older glibc)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        info = libc.mallinfo2  # glibc 2.33 and later
+        return getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):
         return None
-    info.argtypes = []
-    info.restype = _MallInfo2
-    return info
 
 
-_MALLINFO = _find_mallinfo()
+_TRIM = _glibc("malloc_trim")
+if _TRIM is not None:
+    _TRIM.argtypes, _TRIM.restype = [ctypes.c_size_t], ctypes.c_int
+_MALLINFO = _glibc("mallinfo2")  # glibc 2.33 and later
+if _MALLINFO is not None:
+    _MALLINFO.argtypes, _MALLINFO.restype = [], _MallInfo2
 
 
 def in_use() -> dict[str, float | int | None]:

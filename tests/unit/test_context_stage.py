@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS
-from spec_lsp.engine.context.stage import ContextStage
+from spec_lsp.engine.context.stage import ContextStage, document_path
 
 MAIN = "from shapes import polygon_area\n\n\ndef report(points):\n    area = "
 
@@ -82,10 +82,17 @@ def test_choosing_never_parses_parsing_stops_when_asked_and_moves_the_block_once
     assert not stage.parsing and stage.memory()["symbols"]["files"] == 11
     assert stage.generation == before + 1
     assert "definition:polygon_area" in choose(stage, tmp_path)
-    stage.document_changed(shapes, "def polygon_area(points):\n    return 1.0\n", focus=shapes)
+    edited = "def polygon_area(points):\n    return 1.0\n"
+    stage.document_changed(shapes, edited, focus=shapes)
     before = stage.generation
-    stage.parse()  # the focus document's own edits move no block
-    assert stage.generation == before
+    assert not stage.parsing  # the focus document's own edits: not parsed at each pause,
+    assert stage.generation == before  # and they move no block
+    assert stage.index.text(document_path(shapes)) != edited
+    choose(stage, tmp_path)  # the focus moved on (main.py): its edits are parsed now
+    assert stage.parsing
+    stage.parse()
+    assert stage.index.text(document_path(shapes)) == edited
+    assert stage.generation == before + 1
 
 
 def test_a_finished_workspace_read_asks_for_idle_work(tmp_path: Path) -> None:

@@ -626,11 +626,11 @@ def _import_outlines(
 def _similar(place: _Place, uses: Mapping[str, Use]) -> Iterator[_Candidate]:
     """3. Chunks of open documents like the text around the cursor."""
     query = set(uses)
+    if not query:
+        return
     scored = []
     recent = [p for p in place.open_documents if p != place.path][-SIMILAR_DOCUMENTS:]
     for other in sorted(recent):
-        if not query:
-            continue
         for start, words in place.windows.of(other, place.open_documents[other]):
             union = len(query | words)
             score = len(query & words) / union if union else 0.0

@@ -59,6 +59,9 @@ class ContextStage:
         self._dirty: set[str] = set()  # files whose definitions are not parsed yet
         self._moves: set[str] = set()  # those of them whose parse moves the block (not the focus)
         self._moved = False  # one of those was parsed: the block moves once all are
+        # the focus document, edited since it was parsed: parsed once the focus moves on (its
+        # definitions serve other documents' blocks, not its own: not at every pause in typing)
+        self._stale: set[str] = set()
         self._recent: deque[tuple[str, int, int]] = deque(maxlen=RECENT_EDITS)
         self._scan: threading.Thread | None = None
         self.generation = 0  # what blocks are chosen from changed (not the focus document)
@@ -110,18 +113,22 @@ class ContextStage:
                 return
             self._documents.pop(path, None)
             self._documents[path] = text  # (newest last: the tabs like the cursor's are its last)
+            if document_id == focus and old is not None:
+                self._stale.add(path)
+                return
+            self._dirty.add(path)
             if document_id != focus:
                 self.generation += 1
                 self._moves.add(path)
                 if old is not None:
                     self._recent.append((path, *_changed_lines(old, text)))
-            self._mark({path})
 
     def document_closed(self, document_id: str) -> None:
         path = document_path(document_id)
         with self._lock:
             if self._documents.pop(path, None) is not None:
                 self._dirty.discard(path)
+                self._stale.discard(path)
                 self.generation += 1
             self.windows.keep_only(self._documents)
         if not self.workspace.contains(path):
@@ -130,7 +137,7 @@ class ContextStage:
             self.workspace.file_changed(path)
             with self._lock:
                 self._moves.add(path)
-                self._mark({path})
+                self._dirty.add(path)
 
     def files_changed(self, changed: Sequence[str], deleted: Sequence[str]) -> None:
         """workspace/didChangeWatchedFiles: files created, changed or deleted on disk."""
@@ -144,14 +151,10 @@ class ContextStage:
         with self._lock:
             disk = {p for p in changed if p not in self._documents}
             self._moves.update(disk)
-            self._mark(disk)
+            self._dirty.update(disk)
             self.generation += 1
 
     # -- parsing, while idle ---------------------------------------------------------------------
-    def _mark(self, paths: set[str]) -> None:
-        """(Under the lock.) Files to parse while idle."""
-        self._dirty.update(paths)
-
     @property
     def parsing(self) -> bool:
         """Files wait to be parsed."""
@@ -202,6 +205,10 @@ class ContextStage:
         with self._lock:
             others = {p: t for p, t in self._documents.items() if p != path}
             recent = [edit for edit in self._recent if edit[0] != path]
+            moved_on = self._stale - {path}  # a former focus: parsed now, while idle
+            self._stale -= moved_on
+            self._dirty |= moved_on
+            self._moves |= moved_on
             self.windows.keep_only(self._documents)  # (a document closed since: forgotten)
         chunks = select(
             path=path,
