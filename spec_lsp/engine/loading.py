@@ -7,15 +7,17 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import probe
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file
-from spec_lsp.engine.backends.remote import RemoteClient, RemoteFault
+from spec_lsp.engine.backends.remote import COMPLETIONS, INFILL, RemoteClient, RemoteFault
 from spec_lsp.engine.drafters.text import check_round_trip
 from spec_lsp.engine.health import Health
-from spec_lsp.engine.remote_prompt import CHARS_PER_TOKEN, template_for
+from spec_lsp.engine.remote_prompt import template_for
+from spec_lsp.engine.remote_tokens import CHARS_PER_TOKEN, ServerTokens
 from spec_lsp.engine.types import EngineError
 from spec_lsp.prompts import fim
 
@@ -42,28 +44,22 @@ class Loaded:
 @dataclass
 class RemoteLoaded:
     """A remote server and what follows from what it serves: the model's name, the FIM
-    template, the characters per token of its tokenizer. `connected` is False until the server
-    has answered /v1/models (at load, or at the first request after it was down)."""
+    template, its tokenizer's counts (`tokens`), the endpoint to ask (`endpoint`: llama-server's
+    /infill, else /v1/completions). `connected` is False until the server has answered
+    /v1/models (at load, or at the first request after it was down)."""
 
     client: RemoteClient
     health: Health
     model: str = ""
     template: fim.FimTemplate | None = None
-    chars_per_token: float = CHARS_PER_TOKEN
+    tokens: ServerTokens = field(default_factory=ServerTokens)
     connected: bool = False
-    countable: bool = False  # the server has a tokenize endpoint
-    prompts_counted: int = 0  # prompts whose token count was learnt from
-
-    def learn(self, prompt: str, tokens: int) -> None:
-        """Characters per token of a prompt really sent (the server's count): a running mean,
-        the latest weighing at least a fifth, so the window's budget follows the code edited."""
-        if tokens <= 0 or not prompt:
-            return
-        self.prompts_counted += 1
-        weight = max(1 / self.prompts_counted, 0.2)
-        self.chars_per_token += weight * (len(prompt) / tokens - self.chars_per_token)
+    server: str = ""  # "llama-server" when its /props says so
+    endpoint: str = "completions"  # completions | infill
+    props: dict[str, Any] = field(default_factory=dict)  # llama-server's: n_ctx, build
 
     def close(self) -> None:
+        self.tokens.close()
         self.client.close()
 
 
@@ -131,17 +127,35 @@ def connect_remote(remote: RemoteLoaded, settings: Settings) -> None:
         )
     remote.model = model
     remote.template = template_for(settings.fim_template, model)
+    props = client.props()
+    remote.server, remote.props = ("llama-server", props) if props is not None else ("", {})
+    remote.endpoint = _endpoint(settings.remote_api, remote.server)
     counted = client.count_tokens(CHARS_SAMPLE, model)
-    remote.chars_per_token = len(CHARS_SAMPLE) / counted if counted else CHARS_PER_TOKEN
-    remote.connected, remote.countable, remote.prompts_counted = True, bool(counted), 0
+    remote.tokens.close()
+    remote.tokens = ServerTokens(
+        (lambda text: client.count_tokens(text, model)) if counted else None,
+        len(CHARS_SAMPLE) / counted if counted else CHARS_PER_TOKEN,
+    )
+    remote.connected = True
     log.info(
-        "remote engine: %s serves %s (FIM template %s, %.2f characters per token%s)",
+        "remote engine: %s serves %s (%s; %s; FIM template %s, %.2f characters per token%s)",
         client.url,
         model,
+        remote.server or "an OpenAI-compatible server",
+        f"asked at {INFILL}" if remote.endpoint == "infill" else f"asked at {COMPLETIONS}",
         remote.template.name if remote.template else "none: prefix only",
-        remote.chars_per_token,
+        remote.tokens.chars_per_token,
         "" if counted else ", estimated: the server has no tokenize endpoint",
     )
+
+
+def _endpoint(setting: str, server: str) -> str:
+    """infill where the setting asks for it, or with `auto` from llama-server; else
+    completions. (A model that cannot infill answers /infill with an error: the engine then
+    falls back to completions for the connection.)"""
+    if setting == "auto":
+        return "infill" if server == "llama-server" else "completions"
+    return setting
 
 
 CHARS_SAMPLE = (

@@ -90,6 +90,11 @@ class Stub:
     garbage  a 200 stream whose chunks are not JSON
     slow     wait `first_byte_s` before the response, then as ok
     die      send two chunks, then close the connection mid-body
+
+    With `llama_server` set it also answers as llama-server does: GET /props, and POST /infill
+    streamed in its own chunk shape (`content`, `stop`, at the end its counts and `timings`);
+    `infill_status` > 0 answers /infill with that status (501: a model without FIM tokens).
+    `count` "lines" makes /tokenize count a token per line (a tokenizer unlike any estimate).
     """
 
     def __init__(self, *, models: tuple[str, ...] = ("stub-coder",), tls: Any = None) -> None:
@@ -100,7 +105,12 @@ class Stub:
         self.delay_s = 0.0
         self.first_byte_s = 0.0
         self.chars_per_token = 0.0  # > 0: a /tokenize endpoint counting this many per token
+        self.count = "chars"  # /tokenize: chars (chars_per_token a token) or lines
+        self.llama_server = False
+        self.infill_status = 0
+        self.timings: dict[str, Any] = {"prompt_n": 7, "draft_n": 10, "draft_n_accepted": 6}
         self.completions: list[dict[str, Any]] = []  # request bodies
+        self.infills: list[dict[str, Any]] = []  # /infill request bodies
         self.closed_early: list[int] = []  # per stream the client closed: chunks sent before
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.server.daemon_threads = True
@@ -141,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path == "/v1/models":
             self._json(200, {"object": "list", "data": [{"id": m} for m in self.stub.models]})
+        elif self.path == "/props" and self.stub.llama_server:
+            self._json(200, {"default_generation_settings": {"n_ctx": 2048}, "build_info": "b1"})
         else:
             self._json(404, {"error": {"message": "not found"}})
 
@@ -148,14 +160,25 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path == "/tokenize" and self.stub.chars_per_token:  # llama-server's shape
-            count = len(body.get("content", "")) / self.stub.chars_per_token
+            text = body.get("content", "")
+            if self.stub.count == "lines":
+                count = float(text.count("\n") + (not text.endswith("\n")))
+            else:
+                count = len(text) / self.stub.chars_per_token
             self._json(200, {"tokens": list(range(max(1, round(count))))})
             return
-        if self.path != "/v1/completions":
+        native = self.path == "/infill" and self.stub.llama_server
+        if self.path != "/v1/completions" and not native:
             self._json(404, {"error": {"message": "not found"}})
             return
         stub = self.stub
-        stub.completions.append(body)
+        (stub.infills if native else stub.completions).append(body)
+        if native and stub.infill_status:
+            message = "Infill is not supported by this model"
+            self._json(
+                stub.infill_status, {"error": {"code": stub.infill_status, "message": message}}
+            )
+            return
         if stub.mode == "status":
             self._json(stub.status, {"error": {"message": f"stub says {stub.status}"}})
             return
@@ -177,10 +200,19 @@ class _Handler(BaseHTTPRequestHandler):
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.connection.close()
                     return
-                event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
+                event: dict[str, Any] = {"content": piece, "stop": False}
+                if not native:
+                    event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
                 self._chunk(f"data: {json.dumps(event)}\n\n".encode())
                 sent += 1
                 time.sleep(stub.delay_s)
+            if native:
+                counts = {"tokens_evaluated": 40, "tokens_predicted": sent, "tokens_cached": 33}
+                last = {"content": "", "stop": True, "stop_type": "limit", **counts}
+                last["timings"] = stub.timings
+                self._chunk(f"data: {json.dumps(last)}\n\n".encode())
+                self._chunk(b"")
+                return
             end = {"choices": [{"text": "", "index": 0, "finish_reason": "length"}]}
             self._chunk(f"data: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode())
             self._chunk(b"")

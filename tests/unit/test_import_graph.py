@@ -31,7 +31,7 @@ ENGINE_LAYERS = [
     {"backends", "sampling"},
     {"policy"},
     {"drafters"},
-    {"decode", "cache", "context"},
+    {"decode", "cache", "context", "remote_tokens"},
     {
         "prompt",
         "remote_prompt",

@@ -296,23 +296,119 @@ def test_the_engine_settings_come_from_flags_and_environment(monkeypatch):
 def test_the_window_budget_follows_the_servers_token_counts(stub):
     stub.chars_per_token = 5.0
     engine = remote(stub.url, [])
-    assert engine.remote is not None and engine.remote.countable
-    assert abs(engine.remote.chars_per_token - 5.0) < 0.1  # measured at connect
+    assert engine.remote is not None and engine.remote.tokens.countable
+    assert abs(engine.remote.tokens.chars_per_token - 5.0) < 0.1  # measured at connect
     stub.chars_per_token = 2.0  # the code being edited is denser
     for i in range(3):
         engine.complete(
             CompletionRequest(prefix=f"v{i} = [{i}" * 40, document_id="d"), CancelToken()
         )
-    deadline = time.monotonic() + 3
-    while engine.remote.prompts_counted < 3 and time.monotonic() < deadline:
+    deadline = time.monotonic() + 5  # (counted off the requests' path)
+    while engine.remote.tokens.chars_per_token > 2.2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert engine.remote.prompts_counted == 3 and engine.remote.chars_per_token < 2.2
+    assert engine.remote.tokens.chars_per_token < 2.2  # the estimate follows
     engine.close()
     plain = Stub()  # no tokenize endpoint: the default estimate, and nothing asked later
     try:
         engine = remote(plain.url, [])
-        assert engine.remote is not None and not engine.remote.countable
-        assert engine.remote.chars_per_token == 3.0
+        assert engine.remote is not None and not engine.remote.tokens.countable
+        assert engine.remote.tokens.chars_per_token == 3.0
+        engine.complete(REQUEST, CancelToken())
+        assert engine.remote.tokens.snapshot()["known"] == 0
         engine.close()
     finally:
         plain.close()
+
+
+def test_the_window_holds_what_the_servers_tokenizer_counts_once_it_has_counted(stub):
+    """A tokenizer no estimate follows (a token per line): the first request's window is
+    estimated, the next one at that place holds the budget in the server's tokens."""
+    stub.chars_per_token, stub.count = 1.0, "lines"
+    engine = remote(
+        stub.url, [], prefix_tokens=64, suffix_tokens=0, fim_template="none", cache=False
+    )
+    assert engine.remote is not None
+    # (long lines: ~3 tokens each by the estimate the connection measured)
+    lines = "".join(
+        f"value_{i:04d} = compute({', '.join(['value'] * 20)}, {i})\n" for i in range(400)
+    )
+    request = CompletionRequest(prefix=lines + "x = ", document_id="d")
+    engine.complete(request, CancelToken())
+    estimated = stub.completions[-1]["prompt"].count("\n")
+    deadline = time.monotonic() + 5
+    while engine.remote.tokens.snapshot()["known"] < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    engine.complete(request, CancelToken())
+    counted = stub.completions[-1]["prompt"].count("\n")
+    assert estimated < 64 - 16 <= counted <= 64, (estimated, counted)  # (16-line blocks)
+    assert engine.remote.tokens.hits > 0
+    engine.close()
+
+
+# -- llama-server: /infill -----------------------------------------------------------------------
+def test_llama_server_is_asked_at_infill_with_the_parts_apart(stub):
+    stub.llama_server = True
+    engine = remote(stub.url, [])
+    assert engine.remote is not None
+    assert (engine.remote.server, engine.remote.endpoint) == ("llama-server", "infill")
+    request = CompletionRequest(
+        prefix="import os\n\ndef add(a, b):\n    ",
+        suffix="\n\nprint(add(1, 2))\n",
+        document_id="file:///a.py",
+    )
+    completion = engine.complete(request, CancelToken())
+    assert completion.text == "return a + b"
+    assert not stub.completions and len(stub.infills) == 1
+    body = stub.infills[0]
+    assert body["input_prefix"] == "import os\n\ndef add(a, b):\n"
+    assert body["prompt"] == ""  # the cursor's line, its trailing blanks left out
+    assert body["input_suffix"] == "\n\nprint(add(1, 2))\n"
+    assert body["input_extra"] == [] and body["cache_prompt"] is True and body["stream"] is True
+    stats = completion.stats
+    assert stats.prompt_tokens == 40 and stats.prompt_tokens_evaluated == 7
+    assert (stats.drafted, stats.accepted) == (10, 6)  # the server's speculation
+    assert stats.server_timings is not None and stats.server_timings["draft_n_accepted"] == 6
+    totals = engine.stats()
+    assert totals["acceptance_rate"] == 0.6 and totals["remote"]["endpoint"] == "infill"
+    engine.close()
+
+
+def test_a_multiline_infill_stops_by_indentation_and_time(stub):
+    stub.llama_server = True
+    engine = remote(stub.url, [], answer_budget_ms=900)
+    request = CompletionRequest(
+        prefix="class A:\n    def f(self):\n        ", document_id="d", multiline=True
+    )
+    engine.complete(request, CancelToken())
+    body = stub.infills[-1]
+    assert body["prompt"] == "" and body["input_prefix"].endswith("def f(self):\n")
+    assert body["n_indent"] == 8 and body["t_max_predict_ms"] == 900
+    engine.close()
+
+
+def test_an_infill_the_model_cannot_serve_falls_back_to_completions(stub, caplog):
+    stub.llama_server, stub.infill_status = True, 501
+    told: list[str] = []
+    engine = remote(stub.url, told)
+    with caplog.at_level(logging.WARNING):
+        first = engine.complete(REQUEST, CancelToken())
+    assert (
+        first.text.strip() == "return a + b"
+        and len(stub.infills) == 1
+        and len(stub.completions) == 1
+    )
+    assert "remoteApi" in caplog.text and not told  # logged; the person sees an answer
+    engine.complete(
+        CompletionRequest(prefix=PREFIX + "    x = 1\n", document_id="d"), CancelToken()
+    )
+    assert len(stub.infills) == 1 and len(stub.completions) == 2  # not asked again
+    assert engine.remote is not None and engine.remote.endpoint == "completions"
+    engine.close()
+
+
+def test_the_remote_api_setting_chooses_completions_on_llama_server(stub):
+    stub.llama_server = True
+    engine = remote(stub.url, [], remote_api="completions")
+    engine.complete(REQUEST, CancelToken())
+    assert len(stub.completions) == 1 and not stub.infills
+    engine.close()

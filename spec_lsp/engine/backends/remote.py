@@ -18,7 +18,7 @@ import json
 import queue
 import ssl
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,7 +28,9 @@ import httpx
 from spec_lsp.engine.types import Cancelled, CancelToken, EngineError
 
 COMPLETIONS = "/v1/completions"
+INFILL = "/infill"  # llama-server: prefix, suffix and extra files; it lays out the FIM prompt
 MODELS = "/v1/models"
+PROPS = "/props"  # llama-server: its settings and build
 # token counting endpoints, by server: llama-server, vLLM, llama_cpp.server
 TOKENIZERS = (
     ("/tokenize", "content"),
@@ -51,7 +53,7 @@ class Chunk:
 
     text: str
     finish_reason: str | None = None
-    usage: dict[str, Any] | None = None  # vLLM, llama-server: token counts
+    usage: dict[str, Any] | None = None  # token counts (vLLM, llama-server; /infill's in kind)
     timings: dict[str, Any] | None = None  # llama-server: its own prompt/decode times
 
 
@@ -145,6 +147,21 @@ class RemoteClient:
             raise self._malformed(MODELS, response.text)
         return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
 
+    def props(self) -> dict[str, Any] | None:
+        """llama-server's /props (its context size, build, generation defaults); None from a
+        server that has no such endpoint, or answers it with something else."""
+        try:
+            response = self._request("GET", PROPS)
+        except RemoteFault:
+            return None
+        if response.status_code >= 400:
+            return None
+        try:
+            data = response.json()
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) and "default_generation_settings" in data else None
+
     def count_tokens(self, text: str, model: str) -> int | None:
         """Tokens in `text` by the server's own tokenizer, from whichever tokenize endpoint it
         has; None when it has none."""
@@ -166,28 +183,17 @@ class RemoteClient:
                 return int(data["count"])
         return None
 
-    def count_tokens_later(self, text: str, model: str, then: Callable[[int], None]) -> None:
-        """count_tokens on a thread of its own, off the request's path: `then(count)` if the
-        server could count."""
-
-        def work() -> None:
-            try:
-                counted = self.count_tokens(text, model)
-            except Exception:  # closed meanwhile, or the server went away: nothing learnt
-                return
-            if counted:
-                then(counted)
-
-        threading.Thread(target=work, name="spec-lsp-remote-count", daemon=True).start()
-
     # -- the streamed completion -----------------------------------------------------------------
-    def stream(self, payload: dict[str, Any], cancel: CancelToken) -> Generator[Chunk, None, None]:
-        """POST /v1/completions with stream: true; yields chunks as they arrive. Raises
+    def stream(
+        self, payload: dict[str, Any], cancel: CancelToken, path: str = COMPLETIONS
+    ) -> Generator[Chunk, None, None]:
+        """POST `path` (/v1/completions, or llama-server's /infill) with stream: true; yields
+        chunks as they arrive. Raises
         Cancelled when `cancel` fires (the connection is closed at once) and RemoteFault on any
         failure. Closing the iterator early (enough text) closes the connection too."""
         out: queue.Queue[Chunk | BaseException | None] = queue.Queue()
         future = asyncio.run_coroutine_threadsafe(
-            self._stream({**payload, "stream": True}, out), self._loop
+            self._stream(path, {**payload, "stream": True}, out), self._loop
         )
 
         def stop() -> None:
@@ -208,16 +214,16 @@ class RemoteClient:
             future.cancel()
 
     async def _stream(
-        self, payload: dict[str, Any], out: queue.Queue[Chunk | BaseException | None]
+        self, path: str, payload: dict[str, Any], out: queue.Queue[Chunk | BaseException | None]
     ) -> None:
         try:
-            async with self._client.stream("POST", COMPLETIONS, json=payload) as response:
+            async with self._client.stream("POST", path, json=payload) as response:
                 if response.status_code >= 400:
                     body = (await response.aread()).decode("utf-8", "replace")
-                    raise self._status_fault(response.status_code, body, payload.get("model"))
+                    raise self._status_fault(response.status_code, body, payload.get("model"), path)
                 finished = False  # [DONE] or a finish_reason seen: the answer is whole
                 async for line in response.aiter_lines():
-                    chunk = self._parse_event(line)
+                    chunk = self._parse_event(line, path)
                     if chunk is None:
                         continue
                     if chunk == "done":
@@ -238,13 +244,14 @@ class RemoteClient:
         except Exception as exc:  # a bug here must not leave the reader waiting
             out.put(RemoteFault("malformed", f"{self.url}: {exc!r}"))
 
-    def _parse_event(self, line: str) -> Chunk | str | None:
+    def _parse_event(self, line: str, path: str = COMPLETIONS) -> Chunk | str | None:
         """One server-sent-events line: a Chunk, "done" at [DONE], None for what carries no
-        data (blank lines, comments, `event:` lines, pings)."""
+        data (blank lines, comments, `event:` lines, pings). OpenAI's completion chunks, or
+        llama-server's own (/infill: `content`, `stop`, and at the end its counts)."""
         line = line.strip()
         if not line or line.startswith(":") or not line.startswith("data:"):
             if line and not line.startswith((":", "event:", "id:", "retry:")):
-                raise self._malformed(COMPLETIONS, line)
+                raise self._malformed(path, line)
             return None
         data = line[5:].strip()
         if data == "[DONE]":
@@ -252,7 +259,9 @@ class RemoteClient:
         try:
             event = json.loads(data)
             if "error" in event and "choices" not in event:
-                raise self._status_fault(500, data, None)
+                raise self._status_fault(500, data, None, path)
+            if "choices" not in event and "content" in event:
+                return _native_chunk(event)
             choices = event.get("choices") or [{}]
             text = choices[0].get("text") or ""
             if not isinstance(text, str):
@@ -264,7 +273,7 @@ class RemoteClient:
                 timings=event.get("timings") if isinstance(event.get("timings"), dict) else None,
             )
         except (ValueError, TypeError, AttributeError, IndexError) as exc:
-            raise self._malformed(COMPLETIONS, data) from exc
+            raise self._malformed(path, data) from exc
 
     # -- faults ----------------------------------------------------------------------------------
     def _transport_fault(self, exc: httpx.HTTPError) -> RemoteFault:
@@ -294,9 +303,17 @@ class RemoteClient:
             "check its log. Completions resume by themselves once it answers",
         )
 
-    def _status_fault(self, status: int, body: str, model: object) -> RemoteFault:
+    def _status_fault(
+        self, status: int, body: str, model: object, path: str = COMPLETIONS
+    ) -> RemoteFault:
         detail = _error_text(body)
         where = f"{self.url} answered HTTP {status} ({detail})"
+        if path == INFILL and status in (404, 501):  # an old server, or a model without FIM
+            return RemoteFault(
+                "unsupported",
+                f"{where}: its {INFILL} does not serve this model; using {COMPLETIONS} "
+                "(set remoteApi to completions to skip this)",
+            )
         if status in (401, 403):
             return RemoteFault(
                 "auth",
@@ -355,6 +372,33 @@ class RemoteClient:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
             self._loop.close()
+
+
+def _native_chunk(event: dict[str, Any]) -> Chunk:
+    """A chunk of llama-server's own stream (/infill, /completion): its text, and at the end
+    (`stop`) why it stopped and its counts, named as OpenAI's usage names them."""
+    text = event.get("content") or ""
+    if not isinstance(text, str):
+        raise TypeError("content is not a string")
+    if not event.get("stop"):
+        return Chunk(text=text)
+    usage = {
+        name: event[field]
+        for name, field in (
+            ("prompt_tokens", "tokens_evaluated"),
+            ("completion_tokens", "tokens_predicted"),
+            ("cached_tokens", "tokens_cached"),
+        )
+        if isinstance(event.get(field), int)
+    }
+    stop = "length" if event.get("stop_type") == "limit" else "stop"
+    timings = event.get("timings")
+    return Chunk(
+        text=text,
+        finish_reason=stop,
+        usage=usage or None,
+        timings=timings if isinstance(timings, dict) else None,
+    )
 
 
 def _is_tls(exc: BaseException) -> bool:

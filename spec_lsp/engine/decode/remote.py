@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from spec_lsp.engine.backends.remote import Chunk, RemoteClient
+from spec_lsp.engine.backends.remote import COMPLETIONS, INFILL, Chunk, RemoteClient
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 
@@ -27,17 +27,21 @@ class StreamJob:
     stop: tuple[str, ...]
     should_stop: Callable[[str], bool]  # on the text generated so far
     on_text: Callable[[str], None] = lambda _text: None  # the text so far, after each chunk
+    infill: dict[str, Any] | None = None  # llama-server's /infill fields, in place of `prompt`
+
+    @property
+    def path(self) -> str:
+        return INFILL if self.infill is not None else COMPLETIONS
 
 
 def payload(job: StreamJob) -> dict[str, Any]:
-    """The /v1/completions request. top_k, seed, min_p and repeat_penalty are extensions that
+    """The /v1/completions (or /infill) request. top_k, seed, min_p and repeat_penalty are extensions that
     vLLM, llama-server and llama_cpp.server read (others ignore them); greedy is temperature 0.
     The in-process engine samples from the model's distribution as it is: no repetition
     penalty (llama_cpp.server's default is 1.1, which changes even greedy text) and no min_p."""
     sampling = job.sampling
     body: dict[str, Any] = {
         "model": job.model,
-        "prompt": job.prompt,
         "max_tokens": job.max_tokens,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p if not sampling.greedy else 1.0,
@@ -52,6 +56,7 @@ def payload(job: StreamJob) -> dict[str, Any]:
         body["seed"] = sampling.seed
     if job.stop:
         body["stop"] = list(job.stop)
+    body.update({"prompt": job.prompt} if job.infill is None else job.infill)
     return body
 
 
@@ -66,7 +71,7 @@ def stream_decode(
     usage: dict[str, Any] | None = None
     timings: dict[str, Any] | None = None
     stats.stop_reason = "max_tokens"
-    stream = client.stream(payload(job), cancel)
+    stream = client.stream(payload(job), cancel, job.path)
     try:
         for chunk in stream:
             usage, timings = chunk.usage or usage, chunk.timings or timings
@@ -92,7 +97,23 @@ def stream_decode(
         if isinstance(prompt_tokens, int):
             stats.prompt_tokens = prompt_tokens
         stats.server_timings = _server_timings(usage, timings)
+        _server_counts(stats, timings)
     return text
+
+
+def _server_counts(stats: DecodeStats, timings: dict[str, Any] | None) -> None:
+    """llama-server's counts in the engine's own terms: the prompt tokens it evaluated (the
+    rest came from its cache), and its speculation's drafted and accepted tokens."""
+    if not timings:
+        return
+    for name, key in (
+        ("prompt_tokens_evaluated", "prompt_n"),
+        ("drafted", "draft_n"),
+        ("accepted", "draft_n_accepted"),
+    ):
+        value = timings.get(key)
+        if isinstance(value, int) and value >= 0:
+            setattr(stats, name, value)
 
 
 def _stop_reason(chunk: Chunk) -> str:
