@@ -115,7 +115,7 @@ $(LLAMA_SERVER):
 
 # e2e tests of the remote engine against llama-server on loopback with the pulled Qwen model
 llama-server-e2e: models llama-server
-	SPEC_LSP_LLAMA_SERVER=$(LLAMA_SERVER) $(VENV)/bin/pytest -q -ra tests/llama_server
+	SPEC_LSP_LLAMA_SERVER=$(LLAMA_SERVER) $(VENV)/bin/pytest -q -ra tests/e2e/test_llama_server.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -76,6 +76,9 @@ REMOTE_KEYS = (
     "remote_api",
     "fim_template",
 )
+# llama-server: its timings in every chunk (a stream closed at the line's end still tells what
+# it evaluated), and its prompt cache kept for the next request
+LLAMA_SERVER_FIELDS = {"timings_per_token": True, "cache_prompt": True}
 # faults after which the server is asked again what it serves (it may have restarted)
 RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
 # a prompt with the context block is used when it evaluates at most this many tokens more than
@@ -448,6 +451,7 @@ class Engine:
                 should_stop,
                 on_text=on_text,
                 infill=prompt.infill,
+                extra=LLAMA_SERVER_FIELDS if remote.server == "llama-server" else {},
             )
             try:
                 return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)

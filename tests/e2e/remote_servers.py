@@ -1,5 +1,6 @@
-"""Servers for the remote engine's tests, on loopback: a real one (llama-cpp-python's
-`python -m llama_cpp.server`, its `server` extra) and a stub that misbehaves on demand.
+"""Servers for the remote engine's tests, on loopback: real ones (llama-cpp-python's
+`python -m llama_cpp.server`, its `server` extra; llama.cpp's own llama-server, built by
+`make llama-server`) and a stub that misbehaves on demand.
 
 The stub speaks just enough of the OpenAI API (GET /v1/models, POST /v1/completions streamed
 as server-sent events in chunked transfer encoding, as uvicorn does) and records what happened:
@@ -9,6 +10,7 @@ the requests, and streams the client closed before their end.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -39,8 +41,11 @@ class LlamaServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 60.0) -> LlamaServer:
-        command = [
+    name = "llama_cpp.server"
+    ready_path = "/v1/models"
+
+    def command(self) -> list[str]:
+        return [
             sys.executable,
             "-m",
             "llama_cpp.server",
@@ -59,27 +64,99 @@ class LlamaServer:
             "--verbose",
             "False",
         ]
+
+    def start(self, timeout_s: float = 60.0) -> LlamaServer:
         self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode}")
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}")
             try:
-                if httpx.get(f"{self.url}/v1/models", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}{self.ready_path}", timeout=1).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
         self.kill()
-        raise RuntimeError(f"llama_cpp.server did not answer at {self.url} in {timeout_s} s")
+        raise RuntimeError(f"{self.name} did not answer at {self.url} in {timeout_s} s")
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
         self.process = None
+
+
+def llama_server_binary() -> Path | None:
+    """The llama-server `make llama-server` built, when `make llama-server-e2e` runs the tests
+    (SPEC_LSP_LLAMA_SERVER names it)."""
+    named = os.environ.get("SPEC_LSP_LLAMA_SERVER")
+    return Path(named) if named and Path(named).is_file() else None
+
+
+class LlamaCppServer(LlamaServer):
+    """llama.cpp's llama-server with a GGUF model on a loopback port, as llama.vim's users start
+    it (prompt cache reuse across cursor moves, metrics, slots), plus `extra` arguments."""
+
+    name = "llama-server"
+    ready_path = "/health"
+
+    def __init__(
+        self,
+        binary: Path,
+        model: Path,
+        port: int | None = None,
+        *,
+        threads: int = 2,
+        extra: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(model, port, threads=threads)
+        self.binary, self.extra = binary, extra
+
+    def command(self) -> list[str]:
+        return [
+            str(self.binary),
+            "--model",
+            str(self.model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--ctx-size",
+            "4096",
+            "--threads",
+            str(self.threads),
+            "--parallel",
+            "1",
+            "--cache-reuse",
+            "256",
+            "--metrics",
+            *self.extra,
+        ]
+
+    def metric(self, name: str) -> float:
+        """A counter from its Prometheus /metrics (e.g. tokens_predicted_total)."""
+        text = httpx.get(f"{self.url}/metrics", timeout=5).text
+        for line in text.splitlines():
+            if line.startswith(f"llamacpp:{name} "):
+                return float(line.split()[1])
+        raise KeyError(name)
+
+    def busy(self) -> bool:
+        """Whether a slot is at work on a request (/slots): its prompt, or generating."""
+        return any(slot.get("is_processing") for slot in self._slots())
+
+    def generating(self) -> bool:
+        """Whether a slot has generated tokens for the request it works on."""
+        return any(
+            slot.get("is_processing") and (slot.get("next_token") or [{}])[0].get("n_decoded")
+            for slot in self._slots()
+        )
+
+    def _slots(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.url}/slots", timeout=5).json())
 
 
 class Stub:

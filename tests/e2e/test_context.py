@@ -185,3 +185,39 @@ async def test_a_remote_engine_sends_the_tabs_definition_in_the_prompt(remote, s
     assert "<|file_sep|>shapes.py\ndef polygon_area(points):" in prompt
     assert prompt.index("def polygon_area") < prompt.index("<|fim_prefix|>")
     assert (await stats(client)).context.requests_with_context == 1
+
+
+@pytest.fixture
+def llama_stub():
+    server = Stub()
+    server.llama_server = True
+    yield server
+    server.close()
+
+
+@pytest_lsp.fixture(config=server_config())
+async def remote_llama(lsp_client: LanguageClient, llama_stub: Stub):
+    await begin(lsp_client, None, engine="remote", remoteUrl=llama_stub.url)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_llama_server_gets_the_tabs_definition_as_input_extra(remote_llama, llama_stub):
+    """Against llama-server (/infill), the block travels as input_extra, one entry per file,
+    apart from the document's own text."""
+    client, server = remote_llama, llama_stub
+    open_doc(client, SHAPES, uri=SHAPES_URI)
+    open_doc(client, MAIN, uri=MAIN_URI, version=1)
+    await inline(client, 4, 11, uri=MAIN_URI)
+    assert server.infills[-1]["input_extra"] == []  # (nothing chosen yet)
+    await block(client, lambda parts: parts)
+    edit(client, (4, 11), (4, 11), "p", version=2, uri=MAIN_URI)
+    await inline(client, 4, 12, uri=MAIN_URI)
+    assert not server.completions
+    body = server.infills[-1]
+    assert body["input_extra"][-1]["filename"] == "shapes.py"
+    assert body["input_extra"][-1]["text"].startswith("def polygon_area(points):")
+    assert (
+        body["input_prefix"].startswith("from shapes import") and body["prompt"] == "    area = p"
+    )
+    assert (await stats(client)).context.requests_with_context == 1

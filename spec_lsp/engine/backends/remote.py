@@ -380,8 +380,10 @@ def _native_chunk(event: dict[str, Any]) -> Chunk:
     text = event.get("content") or ""
     if not isinstance(text, str):
         raise TypeError("content is not a string")
+    timings = event.get("timings")
+    timings = timings if isinstance(timings, dict) else None  # (every chunk's: timings_per_token)
     if not event.get("stop"):
-        return Chunk(text=text)
+        return Chunk(text=text, timings=timings)
     usage = {
         name: event[field]
         for name, field in (
@@ -392,13 +394,7 @@ def _native_chunk(event: dict[str, Any]) -> Chunk:
         if isinstance(event.get(field), int)
     }
     stop = "length" if event.get("stop_type") == "limit" else "stop"
-    timings = event.get("timings")
-    return Chunk(
-        text=text,
-        finish_reason=stop,
-        usage=usage or None,
-        timings=timings if isinstance(timings, dict) else None,
-    )
+    return Chunk(text=text, finish_reason=stop, usage=usage or None, timings=timings)
 
 
 def _is_tls(exc: BaseException) -> bool:

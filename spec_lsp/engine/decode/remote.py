@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from spec_lsp.engine.backends.remote import COMPLETIONS, INFILL, Chunk, RemoteClient
@@ -28,6 +28,7 @@ class StreamJob:
     should_stop: Callable[[str], bool]  # on the text generated so far
     on_text: Callable[[str], None] = lambda _text: None  # the text so far, after each chunk
     infill: dict[str, Any] | None = None  # llama-server's /infill fields, in place of `prompt`
+    extra: dict[str, Any] = field(default_factory=dict)  # the server's own fields
 
     @property
     def path(self) -> str:
@@ -57,6 +58,7 @@ def payload(job: StreamJob) -> dict[str, Any]:
     if job.stop:
         body["stop"] = list(job.stop)
     body.update({"prompt": job.prompt} if job.infill is None else job.infill)
+    body.update(job.extra)
     return body
 
 
@@ -102,10 +104,14 @@ def stream_decode(
 
 
 def _server_counts(stats: DecodeStats, timings: dict[str, Any] | None) -> None:
-    """llama-server's counts in the engine's own terms: the prompt tokens it evaluated (the
-    rest came from its cache), and its speculation's drafted and accepted tokens."""
+    """llama-server's counts in the engine's own terms: the prompt's tokens, those it evaluated
+    (the rest came from its cache), and its speculation's drafted and accepted tokens. (With
+    `timings_per_token` every chunk has them: a stream closed early still tells.)"""
     if not timings:
         return
+    evaluated, cached = timings.get("prompt_n"), timings.get("cache_n")
+    if not stats.prompt_tokens and isinstance(evaluated, int) and isinstance(cached, int):
+        stats.prompt_tokens = evaluated + cached
     for name, key in (
         ("prompt_tokens_evaluated", "prompt_n"),
         ("drafted", "draft_n"),
