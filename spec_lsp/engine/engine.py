@@ -6,16 +6,16 @@ acceptance per document (`policy/`). The engine wires them and keeps the running
 `stats()` reports.
 
 With `engine: remote` the model is a server's (`loading.open_remote`): the same gate and
-post-processing, the suggestion cache, in-flight reuse and precompute; the prompt as text
-(`remote_prompt`), the server's health (`health`: backoff, one notice per problem) in place of
-the KV caches, and a stream from the server (`decode/remote`) in place of the speculative loop.
+post-processing, the suggestion cache, in-flight reuse and precompute; the server's health
+(`health`: backoff, one notice per problem) in place of the KV caches, and one request to the
+server (`remote_ask`: the prompt for its endpoint, the stream) in place of the speculative loop.
 
-Longer than the ~300 lines a module aims at (about 600): it wires two decode paths (in-process
+Longer than the ~300 lines a module aims at (about 800): it wires two decode paths (in-process
 and remote), the early answer (`first_answer`), answers from a running generation, precompute,
-prewarm and the file prefix (the choice between the window and the prompt laid out from it).
-Each of them is a short method here and its mechanism lives in its own module; the remote
-path's wiring (~120 lines) is the next to move out (a stage object beside
-`loading.RemoteLoaded`).
+prewarm, the file prefix (the choice between the window and the prompt laid out from it) and
+the context block. Each of them is a short method here and its mechanism lives in its own
+module; the remote path's remaining wiring (~100 lines: health, the block chosen while idle,
+its report) is the next to move out (a stage object beside `loading.RemoteLoaded`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import calibrate, loading, postprocess
+from spec_lsp.engine import calibrate, loading, postprocess, remote_ask
 from spec_lsp.engine.backends.base import common_prefix_len, sync
 from spec_lsp.engine.backends.remote import RemoteFault
 from spec_lsp.engine.cache.continuations import Continuations
@@ -38,7 +38,6 @@ from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
 from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.context.stage import ContextStage
-from spec_lsp.engine.decode.remote import StreamJob, stream_decode
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
@@ -49,8 +48,6 @@ from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.policy.adaptive import make_policy
 from spec_lsp.engine.policy.estimate import PolicyBook
 from spec_lsp.engine.prompt import Prompt, PromptBuilder
-from spec_lsp.engine.remote_prompt import TextPrompt, build_infill
-from spec_lsp.engine.remote_prompt import build as build_text_prompt
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.types import (
     Cancelled,
@@ -76,9 +73,6 @@ REMOTE_KEYS = (
     "remote_api",
     "fim_template",
 )
-# llama-server: its timings in every chunk (a stream closed at the line's end still tells what
-# it evaluated), and its prompt cache kept for the next request
-LLAMA_SERVER_FIELDS = {"timings_per_token": True, "cache_prompt": True}
 # faults after which the server is asked again what it serves (it may have restarted)
 RECONNECT_AFTER = frozenset({"down", "tls", "dropped", "model"})
 # a prompt with the context block is used when it evaluates at most this many tokens more than
@@ -381,8 +375,15 @@ class Engine:
         block = self._remote_block
         block = block if block is not None and block.document == request.document_id else None
         try:
-            prompt, generated = self._ask_remote(
-                remote, request, multiline, block, cancel, stats, first
+            prompt, generated = remote_ask.ask(
+                remote,
+                request,
+                self.settings,
+                multiline=multiline,
+                block=block,
+                cancel=cancel,
+                stats=stats,
+                on_text=lambda text: self._progress(request, text, first),
             )
         except RemoteFault as fault:
             remote.health.failed(fault.kind, str(fault))
@@ -395,71 +396,13 @@ class Engine:
             first.describe(stats)
             self.totals.record(stats, cancelled=cancel.cancelled)
         remote.health.succeeded()
+        if block is not None and prompt.block_tokens:
+            stats.context_chunks = block.describe()
+            stats.context_tokens = prompt.block_tokens
+            self.context.record(prompt.block_tokens, 0)
         if stats.prompt_tokens:  # the server said how many tokens the prompt was
             remote.tokens.learn(prompt.text, stats.prompt_tokens)
         return self._finish(request, prompt.generated(generated), multiline, stats, kind, first)
-
-    def _ask_remote(
-        self,
-        remote: RemoteLoaded,
-        request: CompletionRequest,
-        multiline: bool,
-        block: Block | None,
-        cancel: CancelToken,
-        stats: DecodeStats,
-        first: FirstAnswer,
-    ) -> tuple[TextPrompt, str]:
-        """The prompt for the server's endpoint, and its streamed answer. An /infill the server
-        cannot serve (a model without FIM tokens) is asked at /v1/completions, then and after."""
-        while True:
-            if remote.endpoint == "infill":
-                prompt = build_infill(
-                    request,
-                    self.settings,
-                    count_tokens=remote.tokens.count,
-                    multiline=multiline,
-                    block=block,
-                )
-            else:
-                prompt = build_text_prompt(
-                    request,
-                    self.settings,
-                    remote.template,
-                    count_tokens=remote.tokens.count,
-                    block=block,
-                )
-            if block is not None and prompt.block_tokens:
-                stats.context_chunks = block.describe()
-                stats.context_tokens = prompt.block_tokens
-                self.context.record(prompt.block_tokens, 0)
-
-            def should_stop(text: str, prompt: TextPrompt = prompt) -> bool:
-                text = prompt.generated(text)
-                return any(stop in text for stop in request.stop) or postprocess.stop_reached(
-                    text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
-                )
-
-            def on_text(text: str, prompt: TextPrompt = prompt) -> None:
-                self._progress(request, prompt.generated(text), first)
-
-            job = StreamJob(
-                prompt.text,
-                remote.model,
-                request.max_tokens,
-                request.sampling,
-                prompt.stop,
-                should_stop,
-                on_text=on_text,
-                infill=prompt.infill,
-                extra=LLAMA_SERVER_FIELDS if remote.server == "llama-server" else {},
-            )
-            try:
-                return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
-            except RemoteFault as fault:
-                if fault.kind != "unsupported" or remote.endpoint != "infill":
-                    raise
-                log.warning("%s", fault)
-                remote.endpoint = "completions"
 
     def _remote_ready(self, remote: RemoteLoaded) -> bool:
         """Outside a backoff, and connected (asking the server what it serves if it was down)."""
@@ -509,7 +452,9 @@ class Engine:
         """Idle time after an edit: evaluate the prompt for the place edited, so that a request
         there (or after more typing on the line) finds it in the KV cache. Returns the tokens
         evaluated; a cancel (any request) stops it between chunks, keeping what was done."""
-        if self.remote is not None or not self.settings.cache or self.loaded is None:
+        if self.remote is not None:
+            return self._prewarm_remote(self.remote, request, cancel)
+        if not self.settings.cache or self.loaded is None:
             return 0
         loaded, prompts = self._require_loaded()
         prompt = self._prompt(loaded, prompts, request, idle=True)
@@ -518,6 +463,31 @@ class Engine:
         self._prepare_caches(loaded, request.document_id, prompt)
         self.file_prefix.follow(request, prompt, prompts, self.settings)
         _logits, evaluated = sync(loaded.target, prompt.tokens, check=cancel.raise_if_cancelled)
+        self.totals.count_prewarm(evaluated)
+        return evaluated
+
+    def _prewarm_remote(
+        self, remote: RemoteLoaded, request: CompletionRequest, cancel: CancelToken
+    ) -> int:
+        """The server's prompt cache filled for the place edited (llama-server); its faults are
+        left to the next request to tell."""
+        if not self.settings.cache or not remote.connected or not remote.health.available():
+            return 0
+        self._remote_place = request  # (its block is chosen while idle)
+        block = self._remote_block
+        block = block if block is not None and block.document == request.document_id else None
+        try:
+            evaluated = remote_ask.prewarm(
+                remote,
+                request,
+                self.settings,
+                multiline=self._multiline(request),
+                block=block,
+                cancel=cancel,
+            )
+        except RemoteFault as fault:
+            log.debug("prewarm at %s: %s", remote.client.url, fault)
+            return 0
         self.totals.count_prewarm(evaluated)
         return evaluated
 

@@ -35,6 +35,7 @@ ENGINE_LAYERS = [
     {
         "prompt",
         "remote_prompt",
+        "remote_ask",
         "health",
         "postprocess",
         "loading",

@@ -412,3 +412,28 @@ def test_the_remote_api_setting_chooses_completions_on_llama_server(stub):
     engine.complete(REQUEST, CancelToken())
     assert len(stub.completions) == 1 and not stub.infills
     engine.close()
+
+
+def test_llama_server_is_prewarmed_at_the_place_edited(stub):
+    """After an edit, the prompt of the place is sent for one token: llama-server keeps it in
+    its prompt cache for the request there. Other servers are not asked (their cache is not
+    known to keep it)."""
+    stub.llama_server = True
+    engine = remote(stub.url, [])
+    request = CompletionRequest(prefix="def add(a, b):\n    ", document_id="d", file_name="a.py")
+    assert engine.prewarm(request, CancelToken()) == 7  # (the stub's prompt_n)
+    body = stub.infills[-1]
+    assert body["max_tokens"] == 1 and body["cache_prompt"] is True
+    engine.complete(request, CancelToken())
+    asked = stub.infills[-1]
+    same = ("input_prefix", "prompt", "input_suffix", "input_extra")
+    assert all(asked[k] == body[k] for k in same)  # the prompt the request then sends
+    assert engine.stats()["prewarm"] == {"prompts": 1, "tokens": 7}
+    engine.close()
+    plain = Stub()
+    try:
+        engine = remote(plain.url, [])
+        assert engine.prewarm(request, CancelToken()) == 0 and not plain.completions
+        engine.close()
+    finally:
+        plain.close()

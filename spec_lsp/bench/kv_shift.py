@@ -1,0 +1,210 @@
+"""A changed context block: re-evaluate from the changed chunk on, or shift the KV after it?
+
+The context block sits before the file's text; when one of its chunks changes, the KV of
+everything after that chunk (the rest of the block, the file prefix, the window) no longer
+matches its positions. Two ways on:
+
+- re-evaluate from the changed chunk on (what spec-lsp does, in idle time): exact;
+- evaluate the new chunk only and move the KV after it to its new positions (llama.cpp's
+  sequence position shift, `llama_memory_seq_add`: what llama-server's `--cache-reuse` does
+  with the chunks it finds again): cheap, but that KV was computed after the old chunk, so the
+  model reads an approximation.
+
+Measured with llama.cpp's own implementation of both, llama-server (`make llama-server`), on the
+same prompts: per case, the prompt with the old block is evaluated (kept in the server's cache),
+then the prompt with the changed block is completed twice, once with reuse by shifting
+(`n_cache_reuse`, chunks of at least `--reuse` tokens) and once without (only the common prefix
+reused: re-evaluation from the changed chunk on). Reported: tokens evaluated and time for each,
+and whether the greedy completions are the same text.
+
+Prompts: Qwen2.5-Coder's repository format; the block is three chunks of other standard-library
+modules (~150 tokens each), the file's text (~700 tokens) ends at a line start inside a function,
+and the change replaces the first or the last chunk with a chunk of another module.
+
+    .venv/bin/python -m spec_lsp.bench.kv_shift --cases 8     # bench/results/kv-shift.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sysconfig
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from spec_lsp.bench.common import ROOT, log, write_results
+from spec_lsp.bench.llama_server import DEFAULT_BINARY, LlamaServerProcess
+
+MODULES = ["textwrap.py", "shlex.py", "bisect.py", "heapq.py", "fractions.py", "difflib.py"]
+CHUNK_LINES = 14
+
+
+def stdlib_lines(name: str) -> list[str]:
+    return (Path(sysconfig.get_paths()["stdlib"]) / name).read_text().splitlines(keepends=True)
+
+
+def chunk(name: str, rng: random.Random) -> tuple[str, str]:
+    lines = stdlib_lines(name)
+    start = rng.randrange(20, max(21, len(lines) - CHUNK_LINES))
+    return name, "".join(lines[start : start + CHUNK_LINES])
+
+
+def prompt(block: list[tuple[str, str]], file: str, prefix: str) -> str:
+    parts = ["<|repo_name|>stdlib\n"]
+    parts += [f"<|file_sep|>{path}\n{text}" for path, text in block]
+    parts.append(f"<|file_sep|>{file}\n{prefix}")
+    return "".join(parts)
+
+
+def cases(n: int, seed: int) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    found = []
+    for i in range(n):
+        names = rng.sample(MODULES, 5)
+        file, others = names[0], names[1:]
+        lines = stdlib_lines(file)
+        cut = rng.randrange(60, min(len(lines) - 1, 120))
+        while cut < len(lines) - 1 and not lines[cut].startswith("    "):
+            cut += 1
+        indent = lines[cut][: len(lines[cut]) - len(lines[cut].lstrip())]
+        prefix = "".join(lines[:cut]) + indent
+        block = [chunk(name, rng) for name in others[:3]]
+        changed = list(block)
+        where = 0 if i % 2 == 0 else len(block) - 1  # the first chunk or the last
+        changed[where] = chunk(others[3], rng)
+        found.append(
+            {
+                "file": file,
+                "line": cut + 1,
+                "changed": "first" if where == 0 else "last",
+                "before": prompt(block, file, prefix),
+                "after": prompt(changed, file, prefix),
+            }
+        )
+    return found
+
+
+def complete(url: str, text: str, *, reuse: int, n_predict: int) -> dict[str, Any]:
+    body = {
+        "prompt": text,
+        "n_predict": n_predict,
+        "temperature": 0,
+        "cache_prompt": True,
+        "n_cache_reuse": reuse,
+        "stop": ["\n\n"],
+    }
+    request = urllib.request.Request(
+        f"{url}/completion",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as response:
+        data = json.loads(response.read())
+    timings = data.get("timings", {})
+    return {
+        "seconds": time.perf_counter() - started,
+        "evaluated": timings.get("prompt_n", 0),
+        "cached": timings.get("cache_n", 0),
+        "prompt_ms": timings.get("prompt_ms", 0.0),
+        "text": data.get("content", ""),
+    }
+
+
+def run(url: str, chosen: list[dict[str, Any]], reuse: int, n_predict: int) -> list[dict]:
+    results = []
+    for i, case in enumerate(chosen):
+        row: dict[str, Any] = {k: case[k] for k in ("file", "line", "changed")}
+        for variant, chunk_reuse in (("reevaluate", 0), ("shift", reuse)):
+            complete(url, case["before"], reuse=0, n_predict=1)  # the old block, cached
+            row[variant] = complete(url, case["after"], reuse=chunk_reuse, n_predict=n_predict)
+        row["same"] = row["shift"]["text"] == row["reevaluate"]["text"]
+        first = [row[v]["text"].split("\n")[0].strip() for v in ("shift", "reevaluate")]
+        row["same_first_line"] = first[0] == first[1]
+        log(
+            f"case {i + 1}/{len(chosen)} {case['file']}:{case['line']} ({case['changed']} "
+            f"chunk): re-evaluate {row['reevaluate']['evaluated']} tokens "
+            f"{row['reevaluate']['prompt_ms']:.0f} ms, shift {row['shift']['evaluated']} tokens "
+            f"{row['shift']['prompt_ms']:.0f} ms; same text {row['same']}"
+        )
+        results.append(row)
+    return results
+
+
+def render(rows: list[dict[str, Any]], head: dict[str, Any]) -> str:
+    lines = [
+        f"# A changed context block: re-evaluate or shift the KV: {head['model']}\n",
+        f"`{head['command']}`; llama-server ({head['server']}), {head['cpus']} CPUs, threads "
+        f"{head['threads']}; load average {head['load_after']:.1f} at the end.\n",
+        "| chunk changed | cases | re-evaluate: tokens, prompt ms (p50) | shift: tokens, "
+        "prompt ms (p50) | shift / re-evaluate time | same completion | same first line |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label in ("first", "last", "all"):
+        group = [r for r in rows if label in ("all", r["changed"])]
+        if not group:
+            continue
+        re_ms = statistics.median(r["reevaluate"]["prompt_ms"] for r in group)
+        sh_ms = statistics.median(r["shift"]["prompt_ms"] for r in group)
+        lines.append(
+            f"| {label} | {len(group)} | "
+            f"{statistics.median(r['reevaluate']['evaluated'] for r in group):.0f}, "
+            f"{re_ms:.0f} | {statistics.median(r['shift']['evaluated'] for r in group):.0f}, "
+            f"{sh_ms:.0f} | {sh_ms / re_ms:.2f}x | {sum(r['same'] for r in group)}/{len(group)}"
+            f" | {sum(r['same_first_line'] for r in group)}/{len(group)} |"
+        )
+    lines.append("\n| case | chunk | re-evaluated text | shifted text |\n|---|---|---|---|")
+    for r in rows:
+        texts = [
+            r[v]["text"].split("\n")[0].strip().replace("|", "\\|") for v in ("reevaluate", "shift")
+        ]
+        lines.append(f"| {r['file']}:{r['line']} | {r['changed']} | `{texts[0]}` | `{texts[1]}` |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", default=str(DEFAULT_BINARY))
+    parser.add_argument("--model", help="GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
+    parser.add_argument("--cases", type=int, default=8)
+    parser.add_argument("--reuse", type=int, default=64, help="shortest chunk reused by a shift")
+    parser.add_argument("--n-predict", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--port", type=int, default=18438)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "kv-shift.md"))
+    args = parser.parse_args()
+    from spec_lsp.engine.loading import DEFAULT_TARGET, default_path
+
+    binary = Path(args.binary)
+    if not binary.is_file():
+        raise SystemExit(f"no llama-server at {binary}: build it with `make llama-server`")
+    model = args.model or default_path(DEFAULT_TARGET, "model")
+    server = LlamaServerProcess(binary, str(model), args.port, args.threads)
+    server.restart()
+    try:
+        rows = run(server.url, cases(args.cases, args.seed), args.reuse, args.n_predict)
+    finally:
+        server.stop()
+    head = {
+        "model": Path(model).name,
+        "server": server.version(),
+        "cpus": os.cpu_count(),
+        "threads": args.threads,
+        "load_after": os.getloadavg()[0],
+        "command": f"python -m spec_lsp.bench.kv_shift --cases {args.cases} --reuse {args.reuse}",
+    }
+    out = Path(args.out)
+    write_results(out.with_suffix(".json.gz"), {"setup": head, "rows": rows})
+    text = render(rows, head)
+    out.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

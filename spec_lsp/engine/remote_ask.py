@@ -1,0 +1,127 @@
+"""One request to a remote server: the prompt for the endpoint it is asked at (llama-server's
+/infill, else /v1/completions), its streamed answer, and the fallback from an /infill the server
+cannot serve (a model without FIM tokens) to /v1/completions, then and after.
+
+The stop rules are the engine's (`postprocess`, as in process); what the text so far is for
+(in-flight reuse, the first answer) is the caller's `on_text`.
+
+`prewarm`: llama-server keeps the KV of the last prompt (`cache_prompt`); after an edit, while
+the person reads, it is asked the prompt of the place edited for one token, so that the request
+there evaluates only what changed since (as in process, where the engine prewarms its own KV).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from spec_lsp.config import Settings
+from spec_lsp.engine import postprocess
+from spec_lsp.engine.backends.remote import RemoteFault
+from spec_lsp.engine.context.block import Block
+from spec_lsp.engine.decode.remote import StreamJob, stream_decode
+from spec_lsp.engine.loading import RemoteLoaded
+from spec_lsp.engine.remote_prompt import TextPrompt, build, build_infill
+from spec_lsp.engine.types import CancelToken, CompletionRequest, DecodeStats, SamplingParams
+
+log = logging.getLogger(__name__)
+
+# llama-server: its timings in every chunk (a stream closed at the line's end still tells what
+# it evaluated), and its prompt cache kept for the next request
+LLAMA_SERVER_FIELDS = {"timings_per_token": True, "cache_prompt": True}
+
+
+def prompt_for(
+    remote: RemoteLoaded,
+    request: CompletionRequest,
+    settings: Settings,
+    *,
+    multiline: bool,
+    block: Block | None,
+) -> TextPrompt:
+    """The prompt for the endpoint the server is asked at, budgeted in its tokens."""
+    if remote.endpoint == "infill":
+        return build_infill(
+            request,
+            settings,
+            count_tokens=remote.tokens.count,
+            multiline=multiline,
+            block=block,
+        )
+    return build(request, settings, remote.template, count_tokens=remote.tokens.count, block=block)
+
+
+def ask(
+    remote: RemoteLoaded,
+    request: CompletionRequest,
+    settings: Settings,
+    *,
+    multiline: bool,
+    block: Block | None,
+    cancel: CancelToken,
+    stats: DecodeStats,
+    on_text: Callable[[str], None],
+) -> tuple[TextPrompt, str]:
+    """The prompt sent and the server's text (the stream closed once the stop rules are met).
+    Raises RemoteFault or Cancelled."""
+    while True:
+        prompt = prompt_for(remote, request, settings, multiline=multiline, block=block)
+
+        def should_stop(text: str, prompt: TextPrompt = prompt) -> bool:
+            text = prompt.generated(text)
+            return any(stop in text for stop in request.stop) or postprocess.stop_reached(
+                text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
+            )
+
+        def progress(text: str, prompt: TextPrompt = prompt) -> None:
+            on_text(prompt.generated(text))
+
+        job = StreamJob(
+            prompt.text,
+            remote.model,
+            request.max_tokens,
+            request.sampling,
+            prompt.stop,
+            should_stop,
+            on_text=progress,
+            infill=prompt.infill,
+            extra=LLAMA_SERVER_FIELDS if remote.server == "llama-server" else {},
+        )
+        try:
+            return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
+        except RemoteFault as fault:
+            if fault.kind != "unsupported" or remote.endpoint != "infill":
+                raise
+            log.warning("%s", fault)
+            remote.endpoint = "completions"
+
+
+def prewarm(
+    remote: RemoteLoaded,
+    request: CompletionRequest,
+    settings: Settings,
+    *,
+    multiline: bool,
+    block: Block | None,
+    cancel: CancelToken,
+) -> int:
+    """llama-server: evaluate the prompt for `request` into its prompt cache (one token
+    generated). Returns the tokens it evaluated (0 for other servers, whose cache is unknown).
+    Raises RemoteFault or Cancelled (the connection closed: the server ends after the batch it
+    is evaluating, and keeps what it evaluated)."""
+    if remote.server != "llama-server":
+        return 0
+    prompt = prompt_for(remote, request, settings, multiline=multiline, block=block)
+    job = StreamJob(
+        prompt.text,
+        remote.model,
+        1,
+        SamplingParams(temperature=0.0),
+        prompt.stop,
+        lambda _text: False,
+        infill=prompt.infill,
+        extra=LLAMA_SERVER_FIELDS,
+    )
+    stats = DecodeStats(drafter="none", engine="remote")
+    stream_decode(remote.client, job, cancel=cancel, stats=stats)
+    return stats.prompt_tokens_evaluated
