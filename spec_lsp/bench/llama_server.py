@@ -54,27 +54,34 @@ DEFAULT_BINARY = Path(
 )
 
 
+def command(binary: Path, model: str, port: int, threads: int, *extra: str) -> list[str]:
+    """llama-server on loopback as llama.vim's users start it: prompt cache reuse across cursor
+    moves (`--cache-reuse 256`), one slot, `threads` for prompts and generation."""
+    return [
+        str(binary),
+        "--model",
+        model,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--ctx-size",
+        "4096",
+        "--threads",
+        str(threads),
+        "--parallel",
+        "1",
+        "--cache-reuse",
+        "256",
+        *extra,
+    ]
+
+
 class LlamaServerProcess:
     """llama-server on a loopback port with the model; `restart()` empties its caches."""
 
     def __init__(self, binary: Path, model: str, port: int, threads: int) -> None:
-        self.command = [
-            str(binary),
-            "--model",
-            model,
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--ctx-size",
-            "4096",
-            "--threads",
-            str(threads),
-            "--parallel",
-            "1",
-            "--cache-reuse",
-            "256",
-        ]
+        self.command = command(binary, model, port, threads)
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -175,9 +182,6 @@ def run_tasks(
 async def run_places(
     engine: Engine, settings: Settings, files: list[str], n: int, read_s: float, seed: int
 ) -> list[dict[str, Any]]:
-    """An answer given early (its first line) carries no prompt counts yet: each ask's are the
-    engine's totals' growth from the ask to the next edit (the request, what its generation
-    went on with, a precompute after it; not the prewarm)."""
     server = Server(engine, settings)
     asks: list[dict[str, Any]] = []
     try:
@@ -185,12 +189,10 @@ async def run_places(
             text = stdlib(name)
             uri = f"file:///bench/{name}"
             for order, line in enumerate(places(text, n, seed)):
-                _count(asks, engine)
                 prefix, suffix, expected = emptied(text, line)
                 request = server.request(uri, name, prefix, suffix)
                 server.edit(request)
                 await server.read(read_s if order else 0.0)
-                before = _totals(engine)
                 completion, seconds = await server.ask(request)
                 ask = record(completion, seconds, expected)
                 ask.update(file=name, line=line + 1, order=order)
@@ -198,28 +200,10 @@ async def run_places(
                     f"  {name}:{line + 1} {seconds:.2f}s prompt {ask['evaluated']}/"
                     f"{ask['prompt_tokens']} {'exact' if ask['exact'] else '-'}"
                 )
-                ask["totals"] = before
                 asks.append(ask)
-        await server.read(read_s)
-        _count(asks, engine)
     finally:
         server.close()
     return asks
-
-
-def _totals(engine: Engine) -> tuple[int, int]:
-    data = engine.stats()
-    return data["prompt_tokens"], data["prompt_tokens_evaluated"]
-
-
-def _count(asks: list[dict[str, Any]], engine: Engine) -> None:
-    """The last ask's prompt counts: the totals' growth since just before it was asked."""
-    if asks and "totals" in asks[-1]:
-        ask = asks[-1]
-        before = ask.pop("totals")
-        now = _totals(engine)
-        ask["prompt_tokens"] = max(ask["prompt_tokens"], now[0] - before[0])
-        ask["evaluated"] = max(ask["evaluated"], now[1] - before[1])
 
 
 def run_all_places(

@@ -23,6 +23,8 @@ from typing import Any
 
 import httpx
 
+from spec_lsp.bench import llama_server
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -116,25 +118,9 @@ class LlamaCppServer(LlamaServer):
         self.binary, self.extra = binary, extra
 
     def command(self) -> list[str]:
-        return [
-            str(self.binary),
-            "--model",
-            str(self.model),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--ctx-size",
-            "4096",
-            "--threads",
-            str(self.threads),
-            "--parallel",
-            "1",
-            "--cache-reuse",
-            "256",
-            "--metrics",
-            *self.extra,
-        ]
+        return llama_server.command(
+            self.binary, str(self.model), self.port, self.threads, "--metrics", *self.extra
+        )
 
     def metric(self, name: str) -> float:
         """A counter from its Prometheus /metrics (e.g. tokens_predicted_total)."""

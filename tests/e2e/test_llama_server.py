@@ -109,6 +109,25 @@ async def test_a_cancelled_request_ends_the_servers_generation(client, llama):
     assert (await stats(client)).cancelled >= 1
 
 
+async def test_an_edited_place_is_prewarmed_while_the_person_reads(client, llama):
+    """After an edit, while the person reads, the server evaluates the place's prompt into its
+    cache: the request there evaluates a few tokens, not the whole prompt."""
+    await connect(client, llama.url, **{**LONG, "maxTokens": 16})
+    uri = "file:///work/prewarmed.py"
+    open_doc(client, LIST, uri=uri)
+    line = LIST.count("\n")
+    edit(client, (line, 5), (line, 5), "1", version=2, uri=uri)  # typed: "def f1"
+
+    async def prewarmed():
+        return (await stats(client)).prewarm.prompts >= 1
+
+    await until(prewarmed, 120)
+    await until(lambda: _idle(llama), 10)
+    await inline(client, line, 6, uri=uri)
+    timings = (await stats(client)).server_timings
+    assert timings.cache_n > 250 and timings.prompt_n <= 8, timings
+
+
 async def test_a_tab_reaches_the_server_as_input_extra(client, llama):
     """The block of the other tab's definitions goes to /infill (chosen while idle after the
     first ask): the server's prompt grows by it."""

@@ -77,6 +77,8 @@ def stream_decode(
     try:
         for chunk in stream:
             usage, timings = chunk.usage or usage, chunk.timings or timings
+            if chunk.timings:  # (llama-server's, every chunk: an early answer shows them)
+                _server_counts(stats, chunk.timings)
             if chunk.text:
                 first = time.perf_counter() if first is None else first
                 text += chunk.text
@@ -110,7 +112,7 @@ def _server_counts(stats: DecodeStats, timings: dict[str, Any] | None) -> None:
     if not timings:
         return
     evaluated, cached = timings.get("prompt_n"), timings.get("cache_n")
-    if not stats.prompt_tokens and isinstance(evaluated, int) and isinstance(cached, int):
+    if isinstance(evaluated, int) and isinstance(cached, int):
         stats.prompt_tokens = evaluated + cached
     for name, key in (
         ("prompt_tokens_evaluated", "prompt_n"),
