@@ -18,8 +18,9 @@ reused: re-evaluation from the changed chunk on). Reported: tokens evaluated and
 and whether the greedy completions are the same text.
 
 Prompts: Qwen2.5-Coder's repository format; the block is three chunks of other standard-library
-modules (~150 tokens each), the file's text (~700 tokens) ends at a line start inside a function,
-and the change replaces the first or the last chunk with a chunk of another module.
+modules (14 lines each), the file's text (its first 40-70 lines) ends at a line start, and the
+change replaces the first or the last chunk with a chunk of another module. The server keeps no
+prompts in RAM (`--cache-ram 0`): it would hand the whole changed prompt back from there.
 
     .venv/bin/python -m spec_lsp.bench.kv_shift --cases 8     # bench/results/kv-shift.md
 """
@@ -68,7 +69,7 @@ def cases(n: int, seed: int) -> list[dict[str, Any]]:
         names = rng.sample(MODULES, 5)
         file, others = names[0], names[1:]
         lines = stdlib_lines(file)
-        cut = rng.randrange(60, min(len(lines) - 1, 120))
+        cut = rng.randrange(40, min(len(lines) - 1, 70))
         while cut < len(lines) - 1 and not lines[cut].startswith("    "):
             cut += 1
         indent = lines[cut][: len(lines[cut]) - len(lines[cut].lstrip())]
@@ -185,7 +186,8 @@ def main() -> None:
     if not binary.is_file():
         raise SystemExit(f"no llama-server at {binary}: build it with `make llama-server`")
     model = args.model or default_path(DEFAULT_TARGET, "model")
-    server = LlamaServerProcess(binary, str(model), args.port, args.threads)
+    # (no prompt cache in RAM: it would hand the changed block's prompt back whole)
+    server = LlamaServerProcess(binary, str(model), args.port, args.threads, "--cache-ram", "0")
     server.restart()
     try:
         rows = run(server.url, cases(args.cases, args.seed), args.reuse, args.n_predict)

@@ -80,8 +80,8 @@ def command(binary: Path, model: str, port: int, threads: int, *extra: str) -> l
 class LlamaServerProcess:
     """llama-server on a loopback port with the model; `restart()` empties its caches."""
 
-    def __init__(self, binary: Path, model: str, port: int, threads: int) -> None:
-        self.command = command(binary, model, port, threads)
+    def __init__(self, binary: Path, model: str, port: int, threads: int, *extra: str) -> None:
+        self.command = command(binary, model, port, threads, *extra)
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen[bytes] | None = None
 

@@ -297,9 +297,9 @@ class Engine:
         multiline = self._multiline(request)
         stats = DecodeStats(drafter=self.settings.drafter)
         first = self._first_answer(request, multiline, stats, reply)
-        if self.remote is not None:
-            stats.cache, stats.engine = kind or "remote", "remote"  # (as a first answer says)
-            return self._complete_remote(self.remote, request, cancel, kind, first)
+        if self.remote is not None:  # (the stream fills `stats`: a first answer copies them)
+            stats.cache, stats.engine, stats.drafter = kind or "remote", "remote", "none"
+            return self._complete_remote(self.remote, request, cancel, kind, first, stats)
         loaded, prompts = self._require_loaded()
         prompt = self._prompt(loaded, prompts, request)  # prompt
         if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest
@@ -364,10 +364,11 @@ class Engine:
         cancel: CancelToken,
         kind: str,
         first: FirstAnswer,
+        stats: DecodeStats,
     ) -> Completion:
         """gate (the server's health) -> prompt (text) -> decode (a stream) -> post-process.
         A fault answers empty; the user hears of it once (health)."""
-        stats = DecodeStats(drafter="none", engine="remote", stop_reason="fault")
+        stats.stop_reason = "fault"
         if not self._remote_ready(remote):  # inside a backoff, or the server still down
             return Completion(text="", stats=stats)
         multiline = self._multiline(request)

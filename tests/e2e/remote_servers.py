@@ -264,6 +264,8 @@ class _Handler(BaseHTTPRequestHandler):
                     self.connection.close()
                     return
                 event: dict[str, Any] = {"content": piece, "stop": False}
+                if body.get("timings_per_token"):  # (llama-server's, in every chunk)
+                    event["timings"] = stub.timings
                 if not native:
                     event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
                 self._chunk(f"data: {json.dumps(event)}\n\n".encode())

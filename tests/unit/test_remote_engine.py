@@ -437,3 +437,17 @@ def test_llama_server_is_prewarmed_at_the_place_edited(stub):
         engine.close()
     finally:
         plain.close()
+
+
+def test_an_early_answer_from_llama_server_carries_its_counts(stub):
+    """The first line is answered while the stream goes on: llama-server's per-chunk timings
+    are in that answer's stats already."""
+    stub.llama_server = True
+    stub.pieces, stub.delay_s = ["x = 1\n", "y = 2\n", "z = 3\n"], 0.3
+    engine = remote(stub.url, [], multiline="always", answer_budget_ms=100)
+    early: list = []
+    request = CompletionRequest(prefix="def f():\n    ", document_id="d", multiline=True)
+    engine.complete(request, CancelToken(), reply=early.append)
+    assert early and early[0].stats.stop_reason == "first_answer"
+    assert early[0].stats.prompt_tokens_evaluated == 7 and early[0].stats.drafted == 10
+    engine.close()
