@@ -7,7 +7,7 @@ matches its positions. Two ways on:
 - re-evaluate from the changed chunk on (what spec-lsp does, in idle time): exact;
 - evaluate the new chunk only and move the KV after it to its new positions (llama.cpp's
   sequence position shift, `llama_memory_seq_add`: what llama-server's `--cache-reuse` does
-  with the chunks it finds again): cheap, but that KV was computed after the old chunk, so the
+  with the runs it finds again): cheap, but that KV was computed after the old chunk, so the
   model reads an approximation.
 
 Measured with llama.cpp's own implementation of both, llama-server (`make llama-server`), on the
@@ -19,10 +19,13 @@ and whether the greedy completions are the same text.
 
 Prompts: Qwen2.5-Coder's repository format; the block is three chunks of other standard-library
 modules (14 lines each), the file's text (its first 40-70 lines) ends at a line start, and the
-change replaces the first or the last chunk with a chunk of another module. The server keeps no
-prompts in RAM (`--cache-ram 0`): it would hand the whole changed prompt back from there.
+change drops the first or the last chunk from the block. (llama-server's reuse moves cached runs
+back to where the new prompt has them; a chunk replaced by another is new text in the middle,
+which it does not evaluate into a gap: after a replacement it reuses nothing past the common
+prefix, so a replacement cannot be measured this way.) The server keeps no prompts in RAM
+(`--cache-ram 0`): it would hand the whole changed prompt back from there.
 
-    .venv/bin/python -m spec_lsp.bench.kv_shift --cases 8     # bench/results/kv-shift.md
+    .venv/bin/python -m spec_lsp.bench.kv_shift --cases 6     # bench/results/kv-shift.md
 """
 
 from __future__ import annotations
@@ -75,9 +78,8 @@ def cases(n: int, seed: int) -> list[dict[str, Any]]:
         indent = lines[cut][: len(lines[cut]) - len(lines[cut].lstrip())]
         prefix = "".join(lines[:cut]) + indent
         block = [chunk(name, rng) for name in others[:3]]
-        changed = list(block)
         where = 0 if i % 2 == 0 else len(block) - 1  # the first chunk or the last
-        changed[where] = chunk(others[3], rng)
+        changed = block[:where] + block[where + 1 :]  # dropped from the block
         found.append(
             {
                 "file": file,
@@ -139,10 +141,10 @@ def run(url: str, chosen: list[dict[str, Any]], reuse: int, n_predict: int) -> l
 
 def render(rows: list[dict[str, Any]], head: dict[str, Any]) -> str:
     lines = [
-        f"# A changed context block: re-evaluate or shift the KV: {head['model']}\n",
+        f"# A chunk dropped from the context block: re-evaluate or shift the KV: {head['model']}\n",
         f"`{head['command']}`; llama-server ({head['server']}), {head['cpus']} CPUs, threads "
         f"{head['threads']}; load average {head['load_after']:.1f} at the end.\n",
-        "| chunk changed | cases | re-evaluate: tokens, prompt ms (p50) | shift: tokens, "
+        "| chunk dropped | cases | re-evaluate: tokens, prompt ms (p50) | shift: tokens, "
         "prompt ms (p50) | shift / re-evaluate time | same completion | same first line |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]

@@ -64,6 +64,9 @@ def _variant(family: str, name: str) -> fim.FimTemplate:
     return next(v for v in fim.VARIANTS[family] if v.variant == name)
 
 
+REST_BUDGETS = 4  # /infill: a multi-line answer's generation ends after this many answer budgets
+
+
 @dataclass(frozen=True)
 class TextPrompt:
     text: str  # what the server completes (/infill: the texts sent, for learning their count)
@@ -119,7 +122,7 @@ def build_infill(
     """llama-server's /infill fields: the same window as `build`, the cursor's line as `prompt`
     (after the prefix, as llama.vim sends it), the block's files as `input_extra`; `n_indent`
     (a multi-line answer ends at a line indented less than the cursor's) and `t_max_predict_ms`
-    (past the answer budget, it ends at the next line's end)."""
+    (past REST_BUDGETS answer budgets, it ends at the next line's end)."""
     extra = [{"filename": path, "text": text} for path, text in (block.files if block else ())]
     shown = sum(count_tokens(f"{e['filename']}\n{e['text']}") + 1 for e in extra)
     prefix, suffix = _window(request, settings, count_tokens, shown)
@@ -134,8 +137,9 @@ def build_infill(
     if multiline:
         line = request.prefix[request.prefix.rfind("\n") + 1 :]
         fields["n_indent"] = len(line) - len(line.lstrip(" \t"))
-        if settings.answer_budget_ms:
-            fields["t_max_predict_ms"] = settings.answer_budget_ms
+        if settings.answer_budget_ms:  # (the first line is answered within the budget; the
+            # rest goes on into the cache, for as long again three times, to a line's end)
+            fields["t_max_predict_ms"] = REST_BUDGETS * settings.answer_budget_ms
     sent = "".join((prefix, suffix, *(e["filename"] + e["text"] for e in extra)))
     return TextPrompt(
         text=sent,

@@ -124,7 +124,7 @@ async def test_an_edited_place_is_prewarmed_while_the_person_reads(client, llama
     await until(prewarmed, 120)
     await until(lambda: _idle(llama), 10)
     await inline(client, line, 6, uri=uri)
-    timings = (await stats(client)).server_timings
+    timings = (await until(lambda: finished(client), 60)).server_timings
     assert timings.cache_n > 250 and timings.prompt_n <= 8, timings
 
 
@@ -199,17 +199,19 @@ async def test_the_servers_ngram_speculation_is_reported(client, qwen_path):
         result = await send_inline(client, "views", line, 4, uri="file:///work/views.py")
         assert "session" in result.items[0].insert_text  # (its first line)
 
-        async def finished():  # (the rest of the answer goes on into the cache)
-            data = await stats(client)
-            return data if data.requests and not data.pending.generations else None
-
-        data = await until(finished, 60)
+        data = await until(lambda: finished(client), 60)
         timings = data.server_timings
-        assert timings.draft_n > 0 and data.drafted == timings.draft_n, (timings, data.tokens)
+        assert timings.draft_n > 0 and data.drafted == timings.draft_n, (timings, data)
         assert data.accepted == timings.draft_n_accepted > 0
         assert 0 < data.acceptance_rate <= 1
     finally:
         server.kill()
+
+
+async def finished(client: LanguageClient):
+    """The stats once no generation goes on (an answer's rest goes on into the cache)."""
+    data = await stats(client)
+    return data if data.requests and not data.pending.generations else None
 
 
 async def _busy(server: LlamaCppServer) -> bool:
