@@ -135,9 +135,9 @@ class Settings(BaseModel):
         None,
         description="engine remote: the NAME of the environment variable holding the API key (e.g. OPENAI_API_KEY), sent as a Bearer token. Never the key itself. Empty: no key.",
     )
-    remote_api: Literal["auto", "infill", "completions"] = Field(
-        "auto",
-        description="engine remote: how to ask. infill: llama-server's /infill (the prefix, suffix and context files travel apart; the server lays out the model's FIM prompt and stops by indentation and time); completions: /v1/completions with the FIM prompt laid out here (any OpenAI-compatible server); auto: infill when the server is llama-server.",
+    remote_api: Literal["completions", "infill"] = Field(
+        "completions",
+        description="engine remote: how to ask. completions: /v1/completions with the FIM prompt laid out here, as in process (any OpenAI-compatible server; the same suggestions as in process); infill: llama-server's /infill (the prefix, suffix and context files travel apart; the server lays out its own FIM prompt and stops by indentation and time).",
     )
     remote_connect_timeout_ms: int = Field(
         3000, ge=100, le=120_000, description="engine remote: longest wait to connect."

@@ -150,12 +150,10 @@ def connect_remote(remote: RemoteLoaded, settings: Settings) -> None:
 
 
 def _endpoint(setting: str, server: str) -> str:
-    """infill where the setting asks for it, or with `auto` from llama-server; else
-    completions. (A model that cannot infill answers /infill with an error: the engine then
+    """/infill where the setting asks for it and the server is llama-server; else
+    /v1/completions. (A model that cannot infill answers /infill with an error: the engine then
     falls back to completions for the connection.)"""
-    if setting == "auto":
-        return "infill" if server == "llama-server" else "completions"
-    return setting
+    return "infill" if setting == "infill" and server == "llama-server" else "completions"
 
 
 CHARS_SAMPLE = (

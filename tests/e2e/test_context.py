@@ -197,7 +197,7 @@ def llama_stub():
 
 @pytest_lsp.fixture(config=server_config())
 async def remote_llama(lsp_client: LanguageClient, llama_stub: Stub):
-    await begin(lsp_client, None, engine="remote", remoteUrl=llama_stub.url)
+    await begin(lsp_client, None, engine="remote", remoteUrl=llama_stub.url, remoteApi="infill")
     yield lsp_client
     await lsp_client.shutdown_session()
 

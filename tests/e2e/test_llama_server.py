@@ -67,13 +67,16 @@ def llama(qwen_path) -> Iterator[LlamaCppServer]:
     server.kill()
 
 
-async def test_infill_answers_and_typed_through_answers_without_a_server_call(client, llama):
-    await connect(client, llama.url, precompute=False, maxTokens=16, answerBudgetMs=0)
+@pytest.mark.parametrize("api", ["infill", "completions"])
+async def test_answers_and_typed_through_answers_without_a_server_call(client, llama, api):
+    await connect(
+        client, llama.url, precompute=False, maxTokens=16, answerBudgetMs=0, remoteApi=api
+    )
     open_doc(client, TEXT)
     first = (await served(client)).items[0]
     assert first.insert_text.strip() and first.range.start == lsp.Position(*CURSOR)
     data = await stats(client)
-    assert data.remote.server == "llama-server" and data.remote.endpoint == "infill"
+    assert data.remote.server == "llama-server" and data.remote.endpoint == api
     assert data.remote.state == "ok" and data.cache_hits.remote == 1
     timings = data.server_timings
     assert timings.prompt_n > 0 and timings.predicted_n > 0
@@ -131,7 +134,9 @@ async def test_an_edited_place_is_prewarmed_while_the_person_reads(client, llama
 async def test_a_tab_reaches_the_server_as_input_extra(client, llama):
     """The block of the other tab's definitions goes to /infill (chosen while idle after the
     first ask): the server's prompt grows by it."""
-    await connect(client, llama.url, precompute=False, maxTokens=16, cache=False)
+    await connect(
+        client, llama.url, precompute=False, maxTokens=16, cache=False, remoteApi="infill"
+    )
     open_doc(client, SHAPES, uri=SHAPES_URI)
     open_doc(client, MAIN, uri=MAIN_URI)
     await inline(client, 4, 11, uri=MAIN_URI)

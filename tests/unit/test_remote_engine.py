@@ -348,7 +348,7 @@ def test_the_window_holds_what_the_servers_tokenizer_counts_once_it_has_counted(
 # -- llama-server: /infill -----------------------------------------------------------------------
 def test_llama_server_is_asked_at_infill_with_the_parts_apart(stub):
     stub.llama_server = True
-    engine = remote(stub.url, [])
+    engine = remote(stub.url, [], remote_api="infill")
     assert engine.remote is not None
     assert (engine.remote.server, engine.remote.endpoint) == ("llama-server", "infill")
     request = CompletionRequest(
@@ -375,7 +375,7 @@ def test_llama_server_is_asked_at_infill_with_the_parts_apart(stub):
 
 def test_a_multiline_infill_stops_by_indentation_and_time(stub):
     stub.llama_server = True
-    engine = remote(stub.url, [], answer_budget_ms=900)
+    engine = remote(stub.url, [], answer_budget_ms=900, remote_api="infill")
     request = CompletionRequest(
         prefix="class A:\n    def f(self):\n        ", document_id="d", multiline=True
     )
@@ -389,7 +389,7 @@ def test_a_multiline_infill_stops_by_indentation_and_time(stub):
 def test_an_infill_the_model_cannot_serve_falls_back_to_completions(stub, caplog):
     stub.llama_server, stub.infill_status = True, 501
     told: list[str] = []
-    engine = remote(stub.url, told)
+    engine = remote(stub.url, told, remote_api="infill")
     with caplog.at_level(logging.WARNING):
         first = engine.complete(REQUEST, CancelToken())
     assert (
@@ -406,12 +406,26 @@ def test_an_infill_the_model_cannot_serve_falls_back_to_completions(stub, caplog
     engine.close()
 
 
-def test_the_remote_api_setting_chooses_completions_on_llama_server(stub):
+def test_llama_server_is_asked_at_completions_by_default_with_its_own_fields(stub):
+    """By default llama-server gets the prompt laid out here (as in process); being
+    llama-server, with its timings in every chunk and its prompt cache kept."""
     stub.llama_server = True
-    engine = remote(stub.url, [], remote_api="completions")
+    engine = remote(stub.url, [])
+    assert engine.remote is not None
+    assert (engine.remote.server, engine.remote.endpoint) == ("llama-server", "completions")
     engine.complete(REQUEST, CancelToken())
     assert len(stub.completions) == 1 and not stub.infills
+    body = stub.completions[0]
+    assert body["timings_per_token"] is True and body["cache_prompt"] is True
     engine.close()
+    other = Stub()  # another server: neither field
+    try:
+        engine = remote(other.url, [])
+        engine.complete(REQUEST, CancelToken())
+        assert "timings_per_token" not in other.completions[0]
+        engine.close()
+    finally:
+        other.close()
 
 
 def test_llama_server_is_prewarmed_at_the_place_edited(stub):
@@ -419,7 +433,7 @@ def test_llama_server_is_prewarmed_at_the_place_edited(stub):
     its prompt cache for the request there. Other servers are not asked (their cache is not
     known to keep it)."""
     stub.llama_server = True
-    engine = remote(stub.url, [])
+    engine = remote(stub.url, [], remote_api="infill")
     request = CompletionRequest(prefix="def add(a, b):\n    ", document_id="d", file_name="a.py")
     assert engine.prewarm(request, CancelToken()) == 7  # (the stub's prompt_n)
     body = stub.infills[-1]
@@ -444,7 +458,7 @@ def test_an_early_answer_from_llama_server_carries_its_counts(stub):
     are in that answer's stats already."""
     stub.llama_server = True
     stub.pieces, stub.delay_s = ["x = 1\n", "y = 2\n", "z = 3\n"], 0.3
-    engine = remote(stub.url, [], multiline="always", answer_budget_ms=100)
+    engine = remote(stub.url, [], multiline="always", answer_budget_ms=100, remote_api="infill")
     early: list = []
     request = CompletionRequest(prefix="def f():\n    ", document_id="d", multiline=True)
     engine.complete(request, CancelToken(), reply=early.append)
