@@ -88,7 +88,8 @@ def ask(
             extra=LLAMA_SERVER_FIELDS if remote.server == "llama-server" else {},
         )
         try:
-            return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
+            with remote.tokens.asking():
+                return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
         except RemoteFault as fault:
             if fault.kind != "unsupported" or remote.endpoint != "infill":
                 raise
@@ -123,5 +124,6 @@ def prewarm(
         extra=LLAMA_SERVER_FIELDS,
     )
     stats = DecodeStats(drafter="none", engine="remote")
-    stream_decode(remote.client, job, cancel=cancel, stats=stats)
+    with remote.tokens.asking():
+        stream_decode(remote.client, job, cancel=cancel, stats=stats)
     return stats.prompt_tokens_evaluated

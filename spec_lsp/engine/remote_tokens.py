@@ -4,12 +4,16 @@ The window (prompts/window.py) counts its text a block of lines at a time, block
 at fixed line numbers: from one keystroke to the next they are the same texts, except the one
 being typed in. So each text is counted once by the server (its tokenize endpoint: llama-server,
 vLLM, llama_cpp.server), on a thread of its own, never on the request's path: a text not counted
-yet is estimated from the characters per token measured so far, and queued. After the first
+yet is estimated from the characters per token measured so far, and queued until the request
+has been answered. After the first
 request at a place, the budget is the server's count; the text being typed in stays estimated,
 by the characters per token of what was counted.
 
 A server with no tokenize endpoint is estimated throughout (`countable` False); the estimate
 learns from the prompt token counts the server reports with its answers (`learn`).
+
+Counting happens after a request has streamed, and waits while another streams (`asking`):
+llama_cpp.server interrupts a streaming completion when another request comes in.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from cachetools import LRUCache
 
@@ -44,6 +49,10 @@ class ServerTokens:
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._closed = False
+        self._asking = 0  # requests streaming now
+        self._quiet = threading.Event()  # set while none is
+        self._quiet.set()
+        self._gate = threading.Lock()  # held by a count in flight: a request starts after it
 
     @property
     def countable(self) -> bool:
@@ -62,7 +71,6 @@ class ServerTokens:
                 self._waiting[text] = None
                 while len(self._waiting) > WAITING:
                     self._waiting.popitem(last=False)
-                self._start()
         return self.estimate(text)
 
     def estimate(self, text: str) -> int:
@@ -77,10 +85,28 @@ class ServerTokens:
         weight = max(1 / self.counted, 0.2)
         self.chars_per_token += weight * (len(text) / tokens - self.chars_per_token)
 
+    @contextmanager
+    def asking(self) -> Iterator[None]:
+        """While a request streams from the server: no counting meanwhile (one in flight
+        ends first: a few milliseconds)."""
+        with self._gate, self._lock:
+            self._asking += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._asking -= 1
+                if not self._asking:
+                    self._quiet.set()
+                    if self._waiting and not self._closed:
+                        self._start()  # what this request's prompt left to count
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
             self._waiting.clear()
+        self._quiet.set()
 
     def snapshot(self) -> dict[str, float | int]:
         with self._lock:
@@ -102,15 +128,19 @@ class ServerTokens:
         counter = self.counter
         assert counter is not None
         while True:
-            with self._lock:
-                if self._closed or not self._waiting:
-                    self._worker = None
-                    return
-                text, _ = self._waiting.popitem(last=False)
-            try:
-                tokens = counter(text)
-            except Exception:  # the server went away or closed meanwhile: estimates go on
-                tokens = None
+            self._quiet.wait()  # (not while a request streams)
+            with self._gate:
+                with self._lock:
+                    if self._asking:
+                        continue
+                    if self._closed or not self._waiting:
+                        self._worker = None
+                        return
+                    text, _ = self._waiting.popitem(last=False)
+                try:
+                    tokens = counter(text)
+                except Exception:  # the server went away or closed meanwhile: estimates go on
+                    tokens = None
             if tokens is None:
                 with self._lock:
                     self._waiting.clear()

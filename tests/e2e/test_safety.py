@@ -28,6 +28,7 @@ FIXED_PROGRAMS = {
 # benchmarks the server never imports that start a program with fixed arguments
 BENCH_ONLY = {
     "bench/remote.py",  # python -m llama_cpp.server, the remote engine's bench
+    "bench/llama_server.py",  # llama-server, built by `make llama-server`
     "bench/soak.py",  # git rev-parse / status, the commit its report names
 }
 
@@ -46,6 +47,7 @@ def hostile_settings(marker: Path) -> dict:
         "remoteUrl": f"http://127.0.0.1:1/{shell}",
         "remoteModel": shell,
         "remoteApiKeyEnv": shell,
+        "remoteApi": shell,
         "remoteCaFile": f"~/{shell}.pem",
         "logFile": str(marker),  # not a setting: ignored
         "cacheDir": str(marker.parent),  # not a setting: ignored
