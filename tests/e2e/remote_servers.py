@@ -174,6 +174,7 @@ class Stub:
         self.timings: dict[str, Any] = {"prompt_n": 7, "draft_n": 10, "draft_n_accepted": 6}
         self.completions: list[dict[str, Any]] = []  # request bodies
         self.infills: list[dict[str, Any]] = []  # /infill request bodies
+        self.spans: list[tuple[str, float, float]] = []  # (path, began, ended) per POST
         self.closed_early: list[int] = []  # per stream the client closed: chunks sent before
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.server.daemon_threads = True
@@ -220,6 +221,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
+        began = time.monotonic()
+        try:
+            self._post()
+        finally:
+            self.stub.spans.append((self.path, began, time.monotonic()))
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
         if self.path == "/tokenize" and self.stub.chars_per_token:  # llama-server's shape

@@ -465,3 +465,22 @@ def test_an_early_answer_from_llama_server_carries_its_counts(stub):
     assert early and early[0].stats.stop_reason == "first_answer"
     assert early[0].stats.prompt_tokens_evaluated == 7 and early[0].stats.drafted == 10
     engine.close()
+
+
+def test_window_counts_are_never_asked_while_an_answer_streams(stub):
+    """llama_cpp.server interrupts a streaming completion when another request comes in: the
+    tokenizer is asked between requests only."""
+    stub.chars_per_token = 3.0
+    stub.pieces, stub.delay_s = ["x", " =", " 1"], 0.05  # (read to its end: no early close)
+    engine = remote(stub.url, [], cache=False)
+    lines = "".join(f"value_{i} = compute(value_{i - 1}, {i})\n" for i in range(200))
+    for i in range(6):
+        request = CompletionRequest(prefix=lines * (i + 1) + "y = ", document_id=f"d{i}")
+        engine.complete(request, CancelToken())
+    time.sleep(0.5)
+    engine.close()
+    streams = [(b, e) for path, b, e in stub.spans if path == "/v1/completions"]
+    counts = [(b, e) for path, b, e in stub.spans if path == "/tokenize"]
+    assert len(streams) == 6 and len(counts) > 3
+    overlapping = [c for c in counts for s in streams if c[0] < s[1] and s[0] < c[1]]
+    assert overlapping == []
