@@ -373,8 +373,7 @@ class Engine:
             return Completion(text="", stats=stats)
         multiline = self._multiline(request)
         self._remote_place = request
-        block = self._remote_block
-        block = block if block is not None and block.document == request.document_id else None
+        block = self._remote_block_for(request)
         try:
             prompt, generated = remote_ask.ask(
                 remote,
@@ -404,6 +403,11 @@ class Engine:
         if stats.prompt_tokens:  # the server said how many tokens the prompt was
             remote.tokens.learn(prompt.text, stats.prompt_tokens)
         return self._finish(request, prompt.generated(generated), multiline, stats, kind, first)
+
+    def _remote_block_for(self, request: CompletionRequest) -> Block | None:
+        """The block chosen while idle, if it was chosen for this request's document."""
+        block = self._remote_block
+        return block if block is not None and block.document == request.document_id else None
 
     def _remote_ready(self, remote: RemoteLoaded) -> bool:
         """Outside a backoff, and connected (asking the server what it serves if it was down)."""
@@ -475,8 +479,7 @@ class Engine:
         if not self.settings.cache or not remote.connected or not remote.health.available():
             return 0
         self._remote_place = request  # (its block is chosen while idle)
-        block = self._remote_block
-        block = block if block is not None and block.document == request.document_id else None
+        block = self._remote_block_for(request)
         try:
             evaluated = remote_ask.prewarm(
                 remote,

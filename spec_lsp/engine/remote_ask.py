@@ -76,17 +76,7 @@ def ask(
         def progress(text: str, prompt: TextPrompt = prompt) -> None:
             on_text(prompt.generated(text))
 
-        job = StreamJob(
-            prompt.text,
-            remote.model,
-            request.max_tokens,
-            request.sampling,
-            prompt.stop,
-            should_stop,
-            on_text=progress,
-            infill=prompt.infill,
-            extra=LLAMA_SERVER_FIELDS if remote.server == "llama-server" else {},
-        )
+        job = _job(remote, prompt, request.max_tokens, request.sampling, should_stop, progress)
         try:
             with remote.tokens.asking():
                 return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
@@ -113,17 +103,29 @@ def prewarm(
     if remote.server != "llama-server":
         return 0
     prompt = prompt_for(remote, request, settings, multiline=multiline, block=block)
-    job = StreamJob(
-        prompt.text,
-        remote.model,
-        1,
-        SamplingParams(temperature=0.0),
-        prompt.stop,
-        lambda _text: False,
-        infill=prompt.infill,
-        extra=LLAMA_SERVER_FIELDS,
-    )
+    job = _job(remote, prompt, 1, SamplingParams(temperature=0.0), lambda _text: False)
     stats = DecodeStats(drafter="none", engine="remote")
     with remote.tokens.asking():
         stream_decode(remote.client, job, cancel=cancel, stats=stats)
     return stats.prompt_tokens_evaluated
+
+
+def _job(
+    remote: RemoteLoaded,
+    prompt: TextPrompt,
+    max_tokens: int,
+    sampling: SamplingParams,
+    should_stop: Callable[[str], bool],
+    on_text: Callable[[str], None] = lambda _text: None,
+) -> StreamJob:
+    return StreamJob(
+        prompt.text,
+        remote.model,
+        max_tokens,
+        sampling,
+        prompt.stop,
+        should_stop,
+        on_text=on_text,
+        infill=prompt.infill,
+        extra=LLAMA_SERVER_FIELDS if remote.server == "llama-server" else {},
+    )

@@ -41,7 +41,7 @@ class ServerTokens:
     ) -> None:
         self.counter = counter  # the server's tokenizer; None: it has none
         self.chars_per_token = chars_per_token
-        self.counted = 0  # prompts whose token count was learnt from
+        self.counted = 0  # texts (blocks, prompts) whose server count was learnt from
         self.hits = 0  # counts answered by the server's figure
         self.estimates = 0  # counts answered by an estimate
         self._known: LRUCache[str, int] = LRUCache(maxsize=KNOWN)
