@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS, select
+from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS, UNUSED_FIRST, select
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.types import ContextChunk
 from spec_lsp.engine.context.workspace import Workspace
@@ -79,16 +79,39 @@ def tabs(**extra: str) -> dict[str, str]:
     return {"/p/main.py": MAIN, "/p/shapes.py": SHAPES, "/p/units.py": UNITS, **extra}
 
 
-def test_a_name_used_near_the_cursor_defined_in_another_tab_comes_first() -> None:
+def test_names_imported_and_unused_come_first_then_those_used_near_the_cursor() -> None:
     chunks = choose("/p/main.py", MAIN, tabs(**{"/p/noise.py": NOISE}))
-    first = chunks[0]
-    assert (first.path, first.reason) == ("shapes.py", "definition:polygon_area")
-    assert first.text.startswith("def polygon_area(points):") and "abs(total)" in first.text
-    assert (first.start_line, first.end_line) == (3, 9)
     reasons = [c.reason for c in chunks]
-    assert "definition:to_metres" in reasons  # imported, used nowhere yet: about to be
+    # imported, used nowhere yet: about to be (in import order); then polygon_area, used above
+    assert reasons[:3] == [
+        "definition:perimeter",
+        "definition:to_metres",
+        "definition:polygon_area",
+    ]
+    used = chunks[2]
+    assert used.path == "shapes.py"
+    assert used.text.startswith("def polygon_area(points):") and "abs(total)" in used.text
+    assert (used.start_line, used.end_line) == (3, 9)
     assert all(c.path != "main.py" for c in chunks)
     assert all("unrelated" not in c.text for c in chunks)
+    # with everything imported in use, the name used nearest the cursor comes first
+    in_use = MAIN.replace("size = len(points)", "size = perimeter(points), to_metres(1)")
+    chunks = choose("/p/main.py", in_use, tabs(**{"/p/main.py": in_use}))
+    assert chunks[0].reason == "definition:polygon_area"
+
+
+def test_only_the_first_few_unused_imports_come_before_the_names_in_use() -> None:
+    """A file importing much it never uses (re-exports, leftovers) is no sign of intent: the
+    names used near the cursor keep their place after the first few."""
+    many = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(8))
+    names = ", ".join(f"helper_{i}" for i in range(8))
+    main = f"from helpers import {names}\n" + MAIN
+    documents = tabs(**{"/p/main.py": main, "/p/helpers.py": many})
+    reasons = [c.reason for c in choose("/p/main.py", main, documents, budget=10_000)]
+    first = [f"definition:helper_{i}" for i in range(UNUSED_FIRST)]
+    assert reasons[:UNUSED_FIRST] == first
+    assert reasons.index("definition:polygon_area") == UNUSED_FIRST
+    assert reasons.index("definition:helper_7") > UNUSED_FIRST
 
 
 def test_the_budget_holds_at_every_size() -> None:
@@ -98,8 +121,8 @@ def test_the_budget_holds_at_every_size() -> None:
         assert sum(words(c.text) for c in chunks) <= budget
     assert choose("/p/main.py", MAIN, documents, budget=0) == []
     small = choose("/p/main.py", MAIN, documents, budget=12)
-    assert small and small[0].reason == "definition:polygon_area"  # its head, if not all
-    assert small[0].text.startswith("def polygon_area(points):")
+    assert small and small[0].reason == "definition:perimeter"  # its head, if not all
+    assert small[0].text == "def perimeter(points):"
 
 
 def test_the_current_file_is_never_shown_as_context() -> None:
@@ -162,9 +185,9 @@ def test_typing_a_character_at_the_cursor_keeps_the_block() -> None:
     before = choose("/p/main.py", text, tabs())
     for typed in ("r", "x", "_"):
         assert choose("/p/main.py", text + typed, tabs()) == before, typed
-    # (the name being typed is not looked up: `perimeter` keeps its place, after to_metres)
-    reasons = [c.reason for c in before]
-    assert reasons.index("definition:to_metres") < reasons.index("definition:perimeter")
+    # (the name being typed is no use yet: `perimeter` keeps its place as an unused import)
+    assert before == choose("/p/main.py", MAIN, tabs())
+    assert [c.reason for c in before][0] == "definition:perimeter"
     assert choose("/p/main.py", MAIN + "perimeter(", tabs()) != before  # typed: it counts
 
 
@@ -283,7 +306,11 @@ def test_files_only_on_disk_in_the_workspace(tmp_path: Path) -> None:
     current = str(tmp_path / "main.py")
     main = MAIN.replace("from shapes", "from geometry.shapes")
     chunks = choose(current, main, {current: main}, workspace=workspace, index=index)
-    assert (chunks[0].path, chunks[0].reason) == ("geometry/shapes.py", "definition:polygon_area")
+    shown = [(c.path, c.reason) for c in chunks]
+    assert shown[:2] == [  # (units.py is nowhere)
+        ("geometry/shapes.py", "definition:perimeter"),
+        ("geometry/shapes.py", "definition:polygon_area"),
+    ]
     outline = next(c for c in chunks if c.reason == "import:geometry.shapes")
     assert outline.text == "def centroid(points):\n    ..."  # the rest is shown already
 

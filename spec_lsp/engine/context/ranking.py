@@ -2,14 +2,16 @@
 
 Sources, in this order (each chunk taken whole or not at all, skipped when it does not fit and
 the next tried):
-1. definitions, in other files, of the names used around the cursor (the 30 lines before it and
-   the 10 after; nearer first, a line after the cursor counting twice its distance). Not the
+1. definitions, in other files, of the names the file imports but uses nowhere else (the first
+   `UNUSED_FIRST`, in import order: what is imported and not yet used is what is about to be,
+   and nothing else in the prompt says what it takes), then of the names used around the cursor
+   (the 30 lines before it and the 10 after; nearer first, a line after the cursor counting
+   twice its distance: their uses are in the window already), then the other unused ones. Not the
    word being typed at the cursor (the block must not change with each key), keywords and
    builtins, nor names the current file binds (its definitions, the parameters and locals of the
    functions around the cursor). Where the current file imports the name (`from .m import f`,
    `import m` then `m.f`, a JavaScript import, a C include), the definition in the imported
-   file; else a name defined in more than `AMBIGUOUS` places is passed over. Then the names the
-   file imports but uses nowhere else: what is imported and not yet used is what is about to be.
+   file; else a name defined in more than `AMBIGUOUS` places is passed over.
    Names only used as attributes (`x.name`, x no imported module) are looked up among members
    (methods, fields), not the builtin types' (`x.get`). A definition of more than
    `MAX_DEFINITION_LINES` lines (or over half the budget) is shown as its outline: its head,
@@ -48,6 +50,9 @@ MAX_DEFINITION_LINES = 60  # longer: its outline
 MAX_SHARE = 0.5  # of the budget, one chunk at most (else its outline, else its head)
 AMBIGUOUS = 3  # a name defined in more places than this, no import saying which: passed over
 PER_NAME = 2  # definitions shown for one name, at most
+# names imported and not yet used whose definitions come before those of the names used near the
+# cursor (more come after them: a file that imports much it never uses is no sign of intent)
+UNUSED_FIRST = 4
 MAX_CANDIDATES = 64  # chunks weighed for one block, at most (each one's tokens are counted)
 OUTLINE_LINES = 40  # an outline's lines, at most
 OUTLINE_HEAD_LINES = 12  # a class's lines before its first method kept in its outline
@@ -506,7 +511,7 @@ def select(
     known = _Paths([*open_documents, *place.files, *index.paths()])
     found = _Imports(imports(path, text, known))
     candidates = [
-        *_definitions(place, uses, local, found),
+        *_definitions(place, cursor, uses, local, found),
         *_import_outlines(place, uses, found),
         *_similar(place, uses),
         *_recent(place, recent_edits),
@@ -576,9 +581,10 @@ class _Imports:
 
 
 def _definitions(
-    place: _Place, uses: Mapping[str, Use], local: set[str], found: _Imports
+    place: _Place, cursor: int, uses: Mapping[str, Use], local: set[str], found: _Imports
 ) -> Iterator[_Candidate]:
-    """1. Definitions of the names used near the cursor, then of those imported and unused."""
+    """1. Definitions of the names imported and unused (the first few), of the names used near
+    the cursor, then of the other unused ones."""
     assigned = {
         n for m in _SELF_ASSIGNMENT.finditer(place.text) for n in _SELF_ATTRIBUTE.findall(m[1])
     }
@@ -587,9 +593,11 @@ def _definitions(
         (u for u in uses.values() if u.name not in local or u.name in found.by_name),
         key=lambda u: (u.distance, u.name),
     )
+    unused = _unused_imports(place.text, cursor, found)
     seen: set[tuple[str, int]] = set()
-    for use in [*ordered, *_unused_imports(place.text, found)]:
-        score = 1.0 / (1 + use.distance) if use.distance >= 0 else 0.0
+    for number, use in enumerate([*unused[:UNUSED_FIRST], *ordered, *unused[UNUSED_FIRST:]]):
+        about_to_be = use.distance < 0 and number < UNUSED_FIRST
+        score = 1.0 / (1 + max(0, use.distance)) if use.distance >= 0 or about_to_be else 0.0
         for path, d in _definitions_of(use, place, found):
             parsed = place.index.text(path)
             if (path, d.start_line) in seen or parsed is None:
@@ -656,8 +664,11 @@ def _recent(place: _Place, recent_edits: Sequence[tuple[str, int, int]]) -> Iter
             yield _Candidate(edited, "recent_edit", 1.0 / (1 + age), _fixed(variant))
 
 
-def _unused_imports(text: str, found: _Imports) -> list[Use]:
-    """Names the file imports and uses nowhere else (about to be used), in import order."""
+def _unused_imports(text: str, cursor: int, found: _Imports) -> list[Use]:
+    """Names the file imports and uses nowhere else (about to be used), in import order. The
+    word at the cursor is no use yet (the block must not change with each key)."""
+    start, end = _partial_word(text, cursor)
+    text = text[:start] + " " * (end - start) + text[end:]
     import_lines = {n for i in found.all for n in range(i.line, i.line + i.lines)}
     rest = "\n".join(line for n, line in enumerate(text.split("\n")) if n not in import_lines)
     used = {n for n in found.by_name if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", rest)}
