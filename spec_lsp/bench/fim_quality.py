@@ -5,9 +5,13 @@ the cursor after its indentation; greedy completion to the end of the line, exac
 same windows go through plain PSM (prefix, suffix, then the middle token) and through the
 engine's layout (the cursor line and up to 7 lines above moved after the middle token), and,
 with `--file-prefix`, through the layout a place gets from the file prefix (the text before the
-cursor from the file prefix's anchor, up to `filePrefixTokens`: engine/file_prefix.py).
+cursor from the file prefix's anchor, up to `filePrefixTokens`: engine/file_prefix.py). With
+`--context`, that layout also after the context block the engine would choose with the modules
+the file imports open in tabs (ranking.select, within `contextTokens`): context must not crowd
+out or mislead single-file infilling.
 
     .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24
+    .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24 --file-prefix --context
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, build_engine
 from spec_lsp.engine.backends.base import detokenize
+from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.engine import Engine
 from spec_lsp.engine.policy.adaptive import FixedPolicy
@@ -42,6 +47,12 @@ MODULES = [
 
 
 def tasks(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
+    """(text before the cursor, text after it, the line removed), shuffled."""
+    return [task[1:] for task in named_tasks(n, seed)]
+
+
+def named_tasks(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """The tasks with their module's name (textwrap.py)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     rng = random.Random(seed)
     found = []
@@ -57,7 +68,12 @@ def tasks(n: int, seed: int = 0) -> list[tuple[str, str, str]]:
         for i in rng.sample(candidates, min(4, len(candidates))):
             indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
             found.append(
-                ("".join(lines[:i]) + indent, "\n" + "".join(lines[i + 1 :]), lines[i].strip())
+                (
+                    name,
+                    "".join(lines[:i]) + indent,
+                    "\n" + "".join(lines[i + 1 :]),
+                    lines[i].strip(),
+                )
             )
     rng.shuffle(found)
     return found[:n]
@@ -91,23 +107,56 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, default=24)
     parser.add_argument("--file-prefix", action="store_true", help="also the file prefix layout")
+    parser.add_argument(
+        "--context",
+        action="store_true",
+        help="the file prefix layout with and without the context block (no PSM, no split)",
+    )
+    parser.add_argument(
+        "--file-prefix-tokens", type=int, default=Settings().file_prefix_tokens, metavar="N"
+    )
+    parser.add_argument(
+        "--context-tokens", type=int, default=Settings().context_tokens, metavar="N"
+    )
+    parser.add_argument("--tabs", type=int, default=4, help="imported modules open (--context)")
     args = parser.parse_args()
-    engine = build_engine(Settings(drafter="none", prefix_tokens=256, suffix_tokens=96))
+    engine = build_engine(
+        Settings(
+            drafter="none",
+            prefix_tokens=256,
+            suffix_tokens=96,
+            file_prefix_tokens=args.file_prefix_tokens,
+            context_tokens=args.context_tokens,
+        )
+    )
     engine.load()
     loaded = engine.loaded
     assert loaded is not None
     target, template = loaded.target, loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
-    scores = {"psm": 0, "split": 0, **({"file_prefix": 0} if args.file_prefix else {})}
-    for n, (prefix, suffix, expected) in enumerate(tasks(args.tasks), 1):
+    layouts = ["psm", "split"] + (["file_prefix"] if args.file_prefix else [])
+    layouts = ["file_prefix", "context"] if args.context else layouts
+    scores = dict.fromkeys(layouts, 0)
+    prompts = engine.prompts
+    assert prompts is not None
+    for n, (name, prefix, suffix, expected) in enumerate(named_tasks(args.tasks), 1):
         # both layouts get the same window; the indentation is left to the model (token healing)
         pre, suf = window.window(
             prefix.rstrip(" \t"), suffix, count_tokens=count, prefix_budget=256, suffix_budget=96
         )
+        shown = ""
         for layout in scores:
-            if layout == "file_prefix":
-                got = complete(engine, file_prefix_tokens(engine, prefix, suffix))
+            if layout in ("file_prefix", "context"):
+                tokens, block = file_prefix_tokens(
+                    engine, prefix, suffix, name, args.tabs if layout == "context" else -1
+                )
+                got = complete(engine, tokens)
                 scores[layout] += got == expected
+                if block is not None:
+                    shown = f"  context {prompts.block_tokens(block)} tokens: " + ", ".join(
+                        f"{c.path}:{c.start_line + 1}-{c.end_line} ({c.reason})"
+                        for c in block.chunks
+                    )
                 continue
             head, middle = (
                 (pre, "")
@@ -120,30 +169,72 @@ def main() -> None:
             tokens = [t for s in segments for t in target.tokenize(s.text, special=s.special)]
             got = complete(engine, tokens)
             scores[layout] += got == expected
-        print(f"{n:3d} {scores}   expected: {expected[:60]}")
+        print(f"{n:3d} {scores}   expected: {expected[:60]}{shown}", flush=True)
     total = min(args.tasks, n)
     print(
-        f"\nexact single-line matches over {total} held-out lines: PSM {scores['psm']}/{total}, "
-        f"split layout {scores['split']}/{total}"
-        + (f", file prefix layout {scores['file_prefix']}/{total}" if args.file_prefix else "")
+        f"\nexact single-line matches over {total} held-out lines: "
+        + ", ".join(f"{LAYOUTS[layout]} {score}/{total}" for layout, score in scores.items())
     )
 
 
-def file_prefix_tokens(engine: Engine, prefix: str, suffix: str) -> list[int]:
+LAYOUTS = {
+    "psm": "PSM",
+    "split": "split layout",
+    "file_prefix": "file prefix layout",
+    "context": "file prefix layout after the context block",
+}
+
+
+def file_prefix_tokens(
+    engine: Engine, prefix: str, suffix: str, name: str = "", tabs: int = -1
+) -> tuple[list[int], Block | None]:
     """The prompt a place gets from a file prefix anchored for it (the window's suffix and
-    split, the text before the cursor from the anchor)."""
+    split, the text before the cursor from the anchor); with `tabs` >= 0, after the context
+    block chosen with that many of the modules the file imports open."""
     from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
     from spec_lsp.engine.types import CompletionRequest
 
     loaded, prompts = engine.loaded, engine.prompts
     assert loaded is not None and prompts is not None
-    request = CompletionRequest(prefix, suffix)
+    request = CompletionRequest(prefix, suffix, file_name=name)
     settings = engine.settings
     budget = FilePrefix.budget(settings, loaded.target.n_ctx)
     window_first = prompts.build(request, settings).first_line
     anchor = choose_anchor(prefix, window_first, prompts.count, budget)
-    anchored = prompts.build_anchored(request, settings, anchor, budget)
-    return (anchored or prompts.build(request, settings)).tokens
+    block = None if tabs < 0 else context_block(prefix, suffix, name, anchor, tabs, budget, engine)
+    anchored = prompts.build_anchored(request, settings, anchor, budget, block)
+    return (anchored or prompts.build(request, settings, block)).tokens, block
+
+
+def context_block(
+    prefix: str, suffix: str, name: str, anchor: int, tabs: int, budget: int, engine: Engine
+) -> Block | None:
+    """The block the engine would choose at the cursor (as engine._choose_block does), the
+    modules the file imports open in tabs."""
+    from spec_lsp.bench.places import imported_modules, stdlib
+    from spec_lsp.engine.context.ranking import select
+    from spec_lsp.engine.context.symbols import SymbolIndex
+
+    prompts = engine.prompts
+    assert prompts is not None
+    text = prefix + suffix
+    documents = {f"/bench/{module}": stdlib(module) for module in imported_modules(text, tabs)}
+    index = SymbolIndex()
+    for path, other in documents.items():
+        index.update(path, other)
+    chunks = select(
+        path=f"/bench/{name}",
+        text=text,
+        cursor=len(prefix),
+        window=(anchor, prefix.count("\n") + 1),
+        open_documents=documents,
+        workspace=None,
+        index=index,
+        recent_edits=[],
+        budget=min(engine.settings.context_tokens, budget // 2),
+        count_tokens=prompts.count,
+    )
+    return Block(f"file:///bench/{name}", tuple(chunks), repo="bench") if chunks else None
 
 
 if __name__ == "__main__":

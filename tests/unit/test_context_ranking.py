@@ -368,3 +368,15 @@ def test_similar_chunks_come_from_the_latest_tabs_only() -> None:
     assert [(c.path, c.reason) for c in choose("/p/main.py", main, touched)] == [
         ("views.py", "similar")
     ]
+
+
+def test_a_file_outside_the_workspace_is_named_from_the_folder_it_shares_with_the_current() -> None:
+    """`re/__init__.py`, not a bare `__init__.py` the model cannot tell from any other."""
+    regex = "def compile(pattern, flags=0):\n    return _compile(pattern, flags)\n"
+    main = "import re\n\n\ndef parse(text):\n    return "
+    documents = {"/lib/json/decoder.py": main, "/lib/re/__init__.py": regex}
+    chunks = choose("/lib/json/decoder.py", main, documents)
+    assert [c.path for c in chunks] == ["re/__init__.py"]
+    # nothing shared but the root: its name
+    documents = {"/a/main.py": main, "/b/re/__init__.py": regex}
+    assert [c.path for c in choose("/a/main.py", main, documents)] == ["__init__.py"]

@@ -542,11 +542,14 @@ def select(
 
 
 def _shown_path(path: str, current: str, workspace: Workspace | None) -> str:
+    """The path the block names a file by: relative to the workspace folder, else to the folder
+    it shares with the current file (`re/__init__.py` beside `json/decoder.py`, not a bare
+    `__init__.py`), else its name."""
     if workspace is not None and workspace.contains(path):
         return workspace.relative(path)
-    base = posixpath.dirname(current)
-    if base and path.startswith(base + "/"):
-        return path[len(base) + 1 :]
+    shared = _shared(path, current)
+    if shared > 1 or (shared == 1 and not path.startswith("/")):
+        return "/".join(path.split("/")[shared:])
     return posixpath.basename(path) or path
 
 
