@@ -108,6 +108,10 @@ class Settings(BaseModel):
     cache: bool = Field(
         True, description="Reuse work between keystrokes (KV prefix, typed-through, drafts)."
     )
+    kv_shift: bool = Field(
+        True,
+        description="Move cached keys and values into place when text before them was removed (a context part dropped, lines deleted) instead of evaluating them again, as llama-server's --cache-reuse does (runs of 64 tokens or more; models that cannot shift evaluate). false: evaluate again (exact, slower).",
+    )
     precompute: bool = Field(True, description="Compute the next suggestion while idle.")
     answer_budget_ms: int = Field(
         1500,

@@ -21,17 +21,13 @@ import random
 import sysconfig
 from pathlib import Path
 
-import numpy as np
-
+from spec_lsp.bench.timing import greedy
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, build_engine
+from spec_lsp.engine import build_engine
 from spec_lsp.engine.backends.base import detokenize
 from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.prompt import split_for_typing
-from spec_lsp.engine.types import DecodeStats, SamplingParams
 from spec_lsp.prompts import fim, window
 
 MODULES = [
@@ -83,24 +79,9 @@ def complete(engine: Engine, tokens: list[int]) -> str:
     """The engine's target completing `tokens` greedily, to the end of the line."""
     loaded = engine.loaded
     assert loaded is not None
-    stats = DecodeStats()
-    job = DecodeJob(
-        tokens,
-        40,
-        SamplingParams(),
-        loaded.stop_ids,
-        should_stop=lambda out: "\n" in detokenize(loaded.target, out),
-    )
-    out = generate(
-        loaded.target,
-        None,
-        FixedPolicy(0),
-        job,
-        cancel=CancelToken(),
-        rng=np.random.default_rng(0),
-        stats=stats,
-    )
-    return detokenize(loaded.target, out).split("\n")[0].strip()
+    target = loaded.target
+    out = greedy(target, tokens, 40, loaded.stop_ids, lambda out: "\n" in detokenize(target, out))
+    return detokenize(target, out).split("\n")[0].strip()
 
 
 def main() -> None:

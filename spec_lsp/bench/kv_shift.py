@@ -25,7 +25,13 @@ which it does not evaluate into a gap: after a replacement it reuses nothing pas
 prefix, so a replacement cannot be measured this way.) The server keeps no prompts in RAM
 (`--cache-ram 0`): it would hand the whole changed prompt back from there.
 
+`--in-process` measures spec-lsp's own shift (`kvShift`: backends/base.py `moved_runs`, the
+backend's `move_back`) on the same cases, through the engine's backend and its `sync`, against
+re-evaluation from the change on (`kvShift` off; plain llama-cpp-python's prefix cache does the
+same); each completion greedy, through the engine's decoding loop without a drafter.
+
     .venv/bin/python -m spec_lsp.bench.kv_shift --cases 6     # bench/results/kv-shift.md
+    .venv/bin/python -m spec_lsp.bench.kv_shift --cases 6 --in-process   # kv-shift-in-process.md
 """
 
 from __future__ import annotations
@@ -119,6 +125,20 @@ def complete(url: str, text: str, *, reuse: int, n_predict: int) -> dict[str, An
     }
 
 
+def compared(row: dict[str, Any], label: str) -> dict[str, Any]:
+    """The row with whether the two completions agree (logged)."""
+    row["same"] = row["shift"]["text"] == row["reevaluate"]["text"]
+    first = [row[v]["text"].split("\n")[0].strip() for v in ("shift", "reevaluate")]
+    row["same_first_line"] = first[0] == first[1]
+    again, moved = row["reevaluate"], row["shift"]
+    log(
+        f"{label} {row['file']}:{row['line']} ({row['changed']} chunk): re-evaluate "
+        f"{again['evaluated']} tokens {again['prompt_ms']:.0f} ms, shift {moved['evaluated']} "
+        f"tokens {moved['prompt_ms']:.0f} ms; same text {row['same']}"
+    )
+    return row
+
+
 def run(url: str, chosen: list[dict[str, Any]], reuse: int, n_predict: int) -> list[dict]:
     results = []
     for i, case in enumerate(chosen):
@@ -126,23 +146,60 @@ def run(url: str, chosen: list[dict[str, Any]], reuse: int, n_predict: int) -> l
         for variant, chunk_reuse in (("reevaluate", 0), ("shift", reuse)):
             complete(url, case["before"], reuse=0, n_predict=1)  # the old block, cached
             row[variant] = complete(url, case["after"], reuse=chunk_reuse, n_predict=n_predict)
-        row["same"] = row["shift"]["text"] == row["reevaluate"]["text"]
-        first = [row[v]["text"].split("\n")[0].strip() for v in ("shift", "reevaluate")]
-        row["same_first_line"] = first[0] == first[1]
-        log(
-            f"case {i + 1}/{len(chosen)} {case['file']}:{case['line']} ({case['changed']} "
-            f"chunk): re-evaluate {row['reevaluate']['evaluated']} tokens "
-            f"{row['reevaluate']['prompt_ms']:.0f} ms, shift {row['shift']['evaluated']} tokens "
-            f"{row['shift']['prompt_ms']:.0f} ms; same text {row['same']}"
-        )
-        results.append(row)
+        results.append(compared(row, f"case {i + 1}/{len(chosen)}"))
+    return results
+
+
+def run_in_process(
+    model_path: str, chosen: list[dict[str, Any]], reuse: int, n_predict: int, threads: int
+) -> list[dict]:
+    """The same cases through spec-lsp's backend: `sync` to the old block's prompt, then to the
+    changed one, with the shift on (`reuse`) and off; then a greedy completion."""
+    from spec_lsp.bench.timing import greedy
+    from spec_lsp.engine.backends.base import detokenize, sync
+    from spec_lsp.engine.backends.llama import LlamaModel
+
+    model = LlamaModel(model_path, n_ctx=4096, threads=threads)
+    stop = model.tokenize("\n\n")
+    results = []
+    try:
+        for i, case in enumerate(chosen):
+            row: dict[str, Any] = {k: case[k] for k in ("file", "line", "changed")}
+            before = model.tokenize(case["before"], special=True)
+            after = model.tokenize(case["after"], special=True)
+            for variant, shift in (("reevaluate", 0), ("shift", reuse)):
+                model.truncate(0)
+                model.shift_min = 0
+                sync(model, before)  # the old block's prompt, cached
+                model.shift_min = shift
+                started = time.perf_counter()
+                _logits, evaluated = sync(model, after)
+                prompt_ms = (time.perf_counter() - started) * 1000
+                out = greedy(
+                    model,
+                    after,
+                    n_predict,
+                    model.info.stop_ids,
+                    lambda out: out[-len(stop) :] == stop,
+                )
+                text = detokenize(model, out).split("\n\n")[0]
+                row[variant] = {
+                    "seconds": time.perf_counter() - started,
+                    "evaluated": evaluated,
+                    "cached": len(after) - evaluated,
+                    "prompt_ms": prompt_ms,
+                    "text": text,
+                }
+            results.append(compared(row, f"case {i + 1}/{len(chosen)}"))
+    finally:
+        model.close()
     return results
 
 
 def render(rows: list[dict[str, Any]], head: dict[str, Any]) -> str:
     lines = [
         f"# A chunk dropped from the context block: re-evaluate or shift the KV: {head['model']}\n",
-        f"`{head['command']}`; llama-server ({head['server']}), {head['cpus']} CPUs, threads "
+        f"`{head['command']}`; {head['server']}, {head['cpus']} CPUs, threads "
         f"{head['threads']}; load average {head['load_after']:.1f} at the end.\n",
         "| chunk dropped | cases | re-evaluate: tokens, prompt ms (p50) | shift: tokens, "
         "prompt ms (p50) | shift / re-evaluate time | same completion | same first line |",
@@ -180,14 +237,28 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--port", type=int, default=18438)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "kv-shift.md"))
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="spec-lsp's own shift (kvShift) instead of llama-server's",
+    )
+    parser.add_argument("--out")
     args = parser.parse_args()
     from spec_lsp.engine.loading import DEFAULT_TARGET, default_path
 
+    model = args.model or default_path(DEFAULT_TARGET, "model")
+    name = "kv-shift-in-process.md" if args.in_process else "kv-shift.md"
+    out = Path(args.out or ROOT / "bench" / "results" / name)
+    command = f"python -m spec_lsp.bench.kv_shift --cases {args.cases} --reuse {args.reuse}"
+    if args.in_process:
+        chosen = cases(args.cases, args.seed)
+        rows = run_in_process(str(model), chosen, args.reuse, args.n_predict, args.threads)
+        engine = "spec-lsp's backend (llama-cpp-python 0.3.36)"
+        report(out, rows, engine, Path(model).name, args.threads, command + " --in-process")
+        return
     binary = Path(args.binary)
     if not binary.is_file():
         raise SystemExit(f"no llama-server at {binary}: build it with `make llama-server`")
-    model = args.model or default_path(DEFAULT_TARGET, "model")
     # (no prompt cache in RAM: it would hand the changed block's prompt back whole)
     server = LlamaServerProcess(binary, str(model), args.port, args.threads, "--cache-ram", "0")
     server.restart()
@@ -195,15 +266,21 @@ def main() -> None:
         rows = run(server.url, cases(args.cases, args.seed), args.reuse, args.n_predict)
     finally:
         server.stop()
+    engine = f"llama-server ({server.version()})"
+    report(out, rows, engine, Path(model).name, args.threads, command)
+
+
+def report(
+    out: Path, rows: list[dict[str, Any]], engine: str, model: str, threads: int, command: str
+) -> None:
     head = {
-        "model": Path(model).name,
-        "server": server.version(),
+        "model": model,
+        "server": engine,
         "cpus": os.cpu_count(),
-        "threads": args.threads,
+        "threads": threads,
         "load_after": os.getloadavg()[0],
-        "command": f"python -m spec_lsp.bench.kv_shift --cases {args.cases} --reuse {args.reuse}",
+        "command": command,
     }
-    out = Path(args.out)
     write_results(out.with_suffix(".json.gz"), {"setup": head, "rows": rows})
     text = render(rows, head)
     out.write_text(text)

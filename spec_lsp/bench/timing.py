@@ -156,8 +156,22 @@ def policy_run(
 def warm_up(target: ModelBackend, prompt: list[int]) -> None:
     """Evaluate the prompt and a few plain rounds first (not measured): the first passes after
     a new prompt are slower (allocations, caches) and would penalise whichever policy runs first."""
-    job = DecodeJob(prompt, 8, SamplingParams(), frozenset())
-    generate(
+    greedy(target, prompt, 8)
+
+
+def greedy(
+    target: ModelBackend,
+    prompt: list[int],
+    n: int,
+    stop_ids: frozenset[int] = frozenset(),
+    should_stop: Callable[[list[int]], bool] | None = None,
+) -> list[int]:
+    """The target's greedy continuation of `prompt`, through the engine's loop without a
+    drafter (the KV the target holds is reused as a prefix)."""
+    job = DecodeJob(prompt, n, SamplingParams(), stop_ids)
+    if should_stop is not None:
+        job = replace(job, should_stop=should_stop)
+    return generate(
         target,
         None,
         FixedPolicy(0),

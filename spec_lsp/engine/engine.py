@@ -30,7 +30,7 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import calibrate, loading, postprocess, remote_ask
-from spec_lsp.engine.backends.base import common_prefix_len, sync
+from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.backends.remote import RemoteFault
 from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
@@ -150,6 +150,7 @@ class Engine:
         self._forget()
         self.profile = cost_profile.load_cached(self.profile_key())
         self.sources.build(self.settings.drafter, loaded.target, loaded.draft, self.profile)
+        self._set_kv_shift()
         self.totals.model_names = [m.info.name for m in (loaded.target, loaded.draft) if m]
         report("ready")
 
@@ -176,10 +177,18 @@ class Engine:
         if reload or not self.ready:
             self.load()
         elif self.loaded is not None:
+            self._set_kv_shift()
             self.profile = cost_profile.load_cached(self.profile_key())
             self.sources.build(
                 settings.drafter, self.loaded.target, self.loaded.draft, self.profile
             )
+
+    def _set_kv_shift(self) -> None:
+        assert self.loaded is not None
+        on = self.settings.kv_shift and self.settings.cache
+        for model in (self.loaded.target, self.loaded.draft):
+            if model is not None:
+                model.shift_min = SHIFT_MIN_TOKENS if on else 0
 
     def set_workspace_folders(self, folders: Sequence[str]) -> None:
         """The folders the editor names (rootUri, workspaceFolders), as local paths: context

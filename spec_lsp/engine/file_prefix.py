@@ -63,6 +63,7 @@ class FilePrefix:
         self.pending = False  # the text from the anchor is not all evaluated yet
         self.opened = False  # anchored at open (adopt), before any request placed the cursor
         self.evaluated = 0  # tokens evaluated while idle, over all documents
+        self.moved = 0  # tokens moved into place while idle instead (kvShift)
         self.reanchored = 0
         self.used = 0  # requests whose prompt was laid out from the anchor
         # (anchor, cursor line) -> within the budget: typing on a line asks again each key
@@ -204,6 +205,7 @@ class FilePrefix:
         if saved > live:
             target.load_state(self.snapshot)  # type: ignore[arg-type]
         start = min(max(saved, live), len(plan) - 1)
+        moved = target.moved  # (tokens moved into place are not evaluated)
         try:
             # a request stops the chunk being computed, within ~50 ms, and it is lost: idle
             # work, cheap to lose; 16-token chunks with checks between ran ~20% slower
@@ -219,10 +221,12 @@ class FilePrefix:
             pass
         finally:
             grown = common_prefix_len(target.tokens, plan)
-            self.evaluated += max(0, grown - start)
+            done = max(0, grown - start - (target.moved - moved))
+            self.evaluated += done
+            self.moved += target.moved - moved
             if grown > saved + SAVE_AFTER or (not self.pending and grown > saved):
                 self.snapshot = _snapshot_of(target, plan)
-        return max(0, common_prefix_len(target.tokens, plan) - start)
+        return done
 
     # -- lifecycle -----------------------------------------------------------------------------
     def forget(self, document: str) -> None:
@@ -244,8 +248,14 @@ class FilePrefix:
         }
 
     def report(self) -> dict[str, int]:
-        """Work done: tokens evaluated while idle, anchors chosen, prompts laid out from one."""
-        return {"evaluated": self.evaluated, "anchors": self.reanchored, "prompts": self.used}
+        """Work done: tokens evaluated while idle (and moved into place instead), anchors
+        chosen, prompts laid out from one."""
+        return {
+            "evaluated": self.evaluated,
+            "moved": self.moved,
+            "anchors": self.reanchored,
+            "prompts": self.used,
+        }
 
 
 def choose_anchor(

@@ -9,7 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, sync
+from spec_lsp.engine.backends.base import (
+    ABORTABLE_CHUNK,
+    SHIFT_MIN_TOKENS,
+    common_prefix_len,
+    detokenize,
+    sync,
+)
 from spec_lsp.engine.backends.llama import LlamaModel
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.model import ModelDrafter
@@ -257,5 +263,50 @@ def test_an_abort_stops_the_batch_being_computed_and_keeps_the_ones_before(smoll
         logits, evaluated = sync(model, tokens, chunk=ABORTABLE_CHUNK)
         assert evaluated == 400 - ABORTABLE_CHUNK
         np.testing.assert_allclose(logits, reference, atol=1e-3)
+    finally:
+        model.close()
+
+
+PARTS = (
+    "# file: geometry.py\ndef area(width, height):\n    return width * height\n\n\n"
+    "def perimeter(width, height):\n    return 2 * (width + height)\n\n\n",
+    "# file: units.py\nINCH = 2.54\n\n\ndef to_cm(inches):\n    return inches * INCH\n\n\n"
+    "def to_inches(cm):\n    return cm / INCH\n\n\n",
+    "# file: shapes.py\nclass Square:\n    def __init__(self, side):\n        self.side = side\n\n"
+    "    def area(self):\n        return self.side ** 2\n\n"
+    "    def perimeter(self):\n        return 4 * self.side\n\n"
+    "    def scaled(self, factor):\n        return Square(self.side * factor)\n\n\n",
+    "# file: main.py\ndef describe(square):\n    return f\"side {square.side}, area",
+)
+
+
+def test_a_dropped_part_is_moved_back_and_decodes_as_if_evaluated(smollm2_path):
+    """KV shift (kvShift): the parts after a dropped one keep their cache, at the positions the
+    prompt has them; the continuation's first line is the one a fresh evaluation gives (the
+    moved keys were computed with the dropped part before them: further on, an answer may
+    differ, as with llama-server's --cache-reuse)."""
+    model = LlamaModel(str(smollm2_path), n_ctx=1024, threads=2)
+    try:
+        assert model.info.can_shift
+        model.shift_min = SHIFT_MIN_TOKENS
+        tokens = [model.tokenize(part) for part in PARTS]  # (per part, as a block's lines are)
+        full = [t for p in tokens for t in p]
+        dropped = [t for i, p in enumerate(tokens) if i != 1 for t in p]
+        sync(model, full)
+        _logits, evaluated = sync(model, dropped)
+        shared = common_prefix_len(full, dropped)
+        assert evaluated == 1 and model.moved == len(dropped) - 1 - shared
+        memory = model._lib.llama_get_memory(model._ctx)
+        positions = (
+            model._lib.llama_memory_seq_pos_min(memory, 0),
+            model._lib.llama_memory_seq_pos_max(memory, 0),
+        )
+        assert positions == (0, len(dropped) - 1)  # (no gap, nothing left past the end)
+        moved, _ = decode(model, None, dropped, 0)
+        model.truncate(0)
+        fresh, _ = decode(model, None, dropped, 0)
+        first_line = detokenize(model, fresh).split("\n")[0]
+        assert len(first_line) > 5
+        assert detokenize(model, moved).split("\n")[0] == first_line
     finally:
         model.close()

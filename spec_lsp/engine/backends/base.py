@@ -1,7 +1,8 @@
 """The one interface the engine has to a model: tokens in, logits out, a KV cache to trim.
 
 A backend holds one sequence of tokens in its KV cache (`tokens`). `evaluate` appends tokens and
-returns logits for the rows asked; `truncate` drops the tail (rejected draft tokens, edited text).
+returns logits for the rows asked; `truncate` drops the tail (rejected draft tokens, edited text);
+`move_back` shifts cached runs to earlier positions (text removed before them).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from spec_lsp.engine.types import Cancelled, CancelToken, EngineError
 # prompt at 77 tok/s in 16-token chunks, 90 in 64, 93 in 128 and 256, 91.5 in one batch;
 # an abort loses at most this many tokens of work
 ABORTABLE_CHUNK = 128
+# a cached run at least this long that a prompt has earlier than the cache holds it (text removed
+# before it) is moved into place (KV shift, llama-server's --cache-reuse) rather than evaluated
+# again; shorter runs are evaluated. Moved keys and values were computed with the removed text
+# before them: an approximation llama.vim relies on (same completions: bench/results/kv-shift.md)
+SHIFT_MIN_TOKENS = 64
+Run = tuple[int, int, int]  # (where the cache holds it, where the prompt has it, its tokens)
 
 
 class Aborted(Cancelled):
@@ -35,6 +42,7 @@ class ModelInfo:
     special: dict[str, int] = field(default_factory=dict)  # role -> id: bos, eos, eot, fim_pre, ...
     stop_ids: frozenset[int] = frozenset()  # tokens that end a generation (EOS, EOT, FIM end ...)
     supports_rollback: bool = True  # False for sliding-window / recurrent models
+    can_shift: bool = False  # cached positions can be moved (RoPE K-shift; not M-RoPE, SWA...)
     vocab_fingerprint: str = ""  # hash of the token texts: equal fingerprints share a vocabulary
     add_bos: bool = False  # the model expects a BOS token before the prompt
 
@@ -53,6 +61,8 @@ class Snapshot:
 
 class ModelBackend(Protocol):
     info: ModelInfo
+    shift_min: int  # `sync` moves cached runs at least this long into place (0: never)
+    moved: int  # tokens moved into place so far (not evaluated)
 
     @property
     def tokens(self) -> list[int]:
@@ -80,6 +90,12 @@ class ModelBackend(Protocol):
         """Keep only the first `n_keep` cached tokens."""
         ...
 
+    def move_back(self, keep: int, runs: Sequence[Run]) -> int:
+        """Keep the first `keep` cached tokens and then `runs` (moved_runs: in order, each
+        where the one before ends), dropping the rest; the moved keys are shifted by the next
+        evaluation. Returns how many tokens the cache holds then (fewer if it refused)."""
+        ...
+
     def save_state(self) -> Snapshot:
         """Copy the cache (tokens and their keys/values) so another document can use it."""
         ...
@@ -99,6 +115,36 @@ def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
     while i < n and a[i] == b[i]:
         i += 1
     return i
+
+
+def moved_runs(cached: Sequence[int], tokens: Sequence[int], keep: int, min_run: int) -> list[Run]:
+    """Runs of `cached` after its first `keep` tokens that `tokens` has next, each at least
+    `min_run` long, earlier than the cache holds them (text removed before them), as llama-server
+    reuses its cache: what `tokens` has next is looked for further on in the cache, never the
+    other way round (text inserted is evaluated, with all after it). The last token of `tokens`
+    is left to evaluate (its logits)."""
+    runs: list[Run] = []
+    cached = list(cached)
+    head_c, head_p, end = keep, keep, len(tokens) - 1
+    while head_p + min_run <= end and head_c + min_run <= len(cached):
+        want = tokens[head_p : head_p + min_run]
+        try:
+            head_c = cached.index(want[0], head_c)
+        except ValueError:
+            break
+        if cached[head_c : head_c + min_run] != list(want):
+            head_c += 1
+            continue
+        n = min_run
+        while (
+            head_c + n < len(cached)
+            and head_p + n < end
+            and cached[head_c + n] == tokens[head_p + n]
+        ):
+            n += 1
+        runs.append((head_c, head_p, n))
+        head_c, head_p = head_c + n, head_p + n
+    return runs
 
 
 def kept_by_sync(model: ModelBackend, tokens: Sequence[int]) -> int:
@@ -122,7 +168,9 @@ def sync(
     Returns the logits after the last token and the number of tokens evaluated. At least the
     last token is evaluated (its logits are not kept), so this is never a no-op. Long prompts
     are evaluated in chunks with `check()` (cancellation) between them; a cancelled prompt keeps
-    what it evaluated, so the next request for the document starts from there.
+    what it evaluated, so the next request for the document starts from there. Cached runs the
+    prompt has earlier (text removed before them) are moved into place, not evaluated
+    (`moved_runs`, where the model's `shift_min` allows).
 
     With `abort` (work whose cancel means nobody wants the rest), its cancel stops the chunk
     being computed (losing it) instead of waiting for its end, so the chunks can be large
@@ -131,10 +179,21 @@ def sync(
     if not tokens:
         raise ValueError("cannot sync an empty token sequence")
     keep = kept_by_sync(model, tokens)
+    if check is not None:
+        check()
+    runs: list[Run] = []
+    if model.shift_min and model.info.can_shift and keep < len(model.tokens):
+        runs = moved_runs(model.tokens, tokens, keep, model.shift_min)
+    if runs:
+        keep = model.move_back(keep, runs)
     model.truncate(keep)
     rest = list(tokens[keep:])
     rows = np.zeros((0, 0), dtype=np.float32)
-    for start in range(0, len(rest), chunk):
+    first = 0
+    if runs:  # (the move is applied by the next evaluation: one that no cancel stops)
+        rows = model.evaluate(rest[:1], logits_from=0 if len(rest) == 1 else 1)
+        first = 1
+    for start in range(first, len(rest), chunk):
         if check is not None:
             check()
         piece = rest[start : start + chunk]

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from spec_lsp.engine.backends.base import Aborted, ModelInfo, Snapshot
+from spec_lsp.engine.backends.base import Aborted, ModelInfo, Run, Snapshot
 from spec_lsp.engine.types import CancelToken
 
 SPECIALS = ("<|endoftext|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>")
@@ -52,6 +52,8 @@ class FakeModel:
         self._n_ctx = n_ctx
         self.delay_s = delay_s
         self.evaluated = 0  # tokens evaluated in total (for cache tests)
+        self.shift_min = 0  # (the engine sets it from `kvShift`)
+        self.moved = 0
         self.aborted = 0  # evaluations stopped by their abort token
         self.info = ModelInfo(
             path=f"<{name}>",
@@ -62,6 +64,7 @@ class FakeModel:
             special={"eos": EOS, "fim_pre": FIM_PRE, "fim_suf": FIM_SUF, "fim_mid": FIM_MID},
             stop_ids=frozenset({EOS}),
             vocab_fingerprint=fingerprint,
+            can_shift=True,
         )
 
     @property
@@ -106,6 +109,13 @@ class FakeModel:
 
     def truncate(self, n_keep: int) -> None:
         del self._tokens[n_keep:]
+
+    def move_back(self, keep: int, runs: Sequence[Run]) -> int:
+        """(No keys to shift: the logits come from the tokens, as after evaluating them.)"""
+        moved = [t for start, _at, n in runs for t in self._tokens[start : start + n]]
+        self._tokens = self._tokens[:keep] + moved
+        self.moved += len(moved)
+        return len(self._tokens)
 
     def save_state(self) -> Snapshot:
         return Snapshot(tuple(self._tokens))

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from spec_lsp.engine.backends import threads as cpu_threads
-from spec_lsp.engine.backends.base import Aborted, ModelInfo, Snapshot, check_model_file
+from spec_lsp.engine.backends.base import Aborted, ModelInfo, Run, Snapshot, check_model_file
 from spec_lsp.engine.types import CancelToken, EngineError
 
 log = logging.getLogger(__name__)
@@ -153,6 +153,8 @@ class LlamaModel:
         self._no_abort = llama_cpp.ggml_abort_callback()  # (a null pointer: no callback)
         self._tokens: list[int] = []
         self._pieces: dict[int, bytes] = {}
+        self.shift_min = 0  # (the engine sets it from `kvShift`)
+        self.moved = 0
         self.threads = threads
         self.info = self._read_info(file)
 
@@ -257,6 +259,22 @@ class LlamaModel:
             n_keep = 0
         del self._tokens[n_keep:]
 
+    def move_back(self, keep: int, runs: Sequence[Run]) -> int:
+        memory = self._lib.llama_get_memory(self._ctx)
+        held = self._tokens[:keep]
+        for start, at, n in runs:
+            # (what lies between goes; the run's positions move back by the gap)
+            if not self._lib.llama_memory_seq_rm(memory, 0, at, start):
+                break
+            self._lib.llama_memory_seq_add(memory, 0, start, start + n, at - start)
+            held += self._tokens[start : start + n]
+            self.moved += n
+        if not self._lib.llama_memory_seq_rm(memory, 0, len(held), -1):
+            self._lib.llama_memory_clear(memory, True)  # partial removal refused: start over
+            held = []
+        self._tokens = held
+        return len(held)
+
     def save_state(self) -> Snapshot:
         # straight into a bytearray: a ctypes array copied out with bytes() took 0.4 s for the
         # 86 MB of a 3,000-token Qwen-1.5B cache, llama.cpp's own copy 0.013 s
@@ -352,6 +370,8 @@ class LlamaModel:
             special=dict(self._special_ids()),
             stop_ids=frozenset(stop_ids),
             supports_rollback=rollback,
+            can_shift=rollback
+            and bool(lib.llama_memory_can_shift(lib.llama_get_memory(self._ctx))),
             vocab_fingerprint=texts.hexdigest()[:16],
             add_bos=bool(lib.llama_vocab_get_add_bos(vocab)),
         )
