@@ -230,6 +230,8 @@ class Engine:
         self.file_prefix.forget(document_id)
         self.continuations.forget(document_id)
         self.context.document_closed(document_id)
+        if self.file_prefix.document:  # another tab: its parts leave the block while idle
+            self.on_idle_work()
 
     def _forget(self) -> None:
         """Drop every cached answer and state (settings or models changed)."""

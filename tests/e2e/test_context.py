@@ -100,6 +100,49 @@ async def test_a_tabs_definition_reaches_the_prompt_and_leaves_with_the_tab(tabs
     await block(client, lambda parts: not parts)
 
 
+UNITS = "SCALE = 2.5\n\n\ndef to_metres(value):\n    return value * SCALE\n"
+UNITS_URI = (ROOT / "units.py").as_uri()
+BOTH = (
+    "from shapes import polygon_area\nfrom units import to_metres\n\n\ndef report(points):\n"
+    "    area = polygon_area(points)\n    size = to_metres(area)\n    return "
+)
+
+
+@pytest_lsp.fixture(config=server_config())
+async def no_shift(lsp_client: LanguageClient):
+    await begin(lsp_client, None, kvShift=False)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.parametrize("shift", [True, False])
+async def test_a_closed_tabs_part_leaves_and_what_follows_is_moved_not_evaluated(
+    shift, tabs, no_shift
+):
+    """The block loses shapes.py's part (its first file): the rest of the block and the file
+    prefix after it keep their cache, moved into place (kvShift), instead of evaluated again."""
+    client = tabs if shift else no_shift
+    open_doc(client, SHAPES, uri=SHAPES_URI)
+    open_doc(client, UNITS, uri=UNITS_URI)
+    open_doc(client, BOTH, uri=MAIN_URI, version=1)
+    await inline(client, 7, 11, uri=MAIN_URI)
+    await block(client, lambda parts: paths(parts) == {"shapes.py", "units.py"})
+    await poll(client, lambda s: not s.memory.file_prefix.pending)
+    before = (await stats(client)).file_prefix
+    client.text_document_did_close(
+        lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri=SHAPES_URI))
+    )
+    await block(client, lambda parts: paths(parts) == {"units.py"})  # (no request: while idle)
+    await poll(client, lambda s: not s.memory.file_prefix.pending)
+    after = (await stats(client)).file_prefix
+    evaluated, moved = after.evaluated - before.evaluated, after.moved - before.moved
+    rest = len(BOTH) + len(UNITS)  # (bytes: the fake's tokens) what follows the dropped part
+    if shift:
+        assert moved >= rest - 64 and evaluated <= 8, (moved, evaluated)
+    else:
+        assert moved == 0 and evaluated >= rest, (moved, evaluated)
+
+
 (ROOT / "shapes.py").write_text(SHAPES)
 (ROOT / "data.bin").write_bytes(b"\x00\x01polygon_area\x00" * 100)
 (ROOT / "secret.py").write_text("def hidden(): ...\n")

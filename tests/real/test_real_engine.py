@@ -276,7 +276,7 @@ PARTS = (
     "    def area(self):\n        return self.side ** 2\n\n"
     "    def perimeter(self):\n        return 4 * self.side\n\n"
     "    def scaled(self, factor):\n        return Square(self.side * factor)\n\n\n",
-    "# file: main.py\ndef describe(square):\n    return f\"side {square.side}, area",
+    '# file: main.py\ndef describe(square):\n    return f"side {square.side}, area',
 )
 
 
