@@ -86,6 +86,7 @@ async def test_a_tabs_definition_reaches_the_prompt_and_leaves_with_the_tab(tabs
     await inline(client, 4, 11, uri=MAIN_URI)
     parts = await block(client, lambda parts: parts)
     assert any(p["reason"] == "definition:polygon_area" for p in parts), parts
+    assert all(p["tokens"] > 0 for p in parts), parts  # (each part's tokens, why, where)
     assert all("main.py" not in p["path"] for p in parts)  # never the file's own text
     await poll(client, lambda s: not s.memory.file_prefix.pending)  # evaluated while idle
     edit(client, (4, 11), (4, 11), "p", version=2, uri=MAIN_URI)
@@ -221,6 +222,7 @@ async def test_a_remote_engine_sends_the_tabs_definition_in_the_prompt(remote, s
     assert "<|repo_name|>" not in server.completions[-1]["prompt"]  # (nothing chosen yet)
     parts = await block(client, lambda parts: parts)
     assert any(p["reason"] == "definition:polygon_area" for p in parts), parts
+    assert all(p["tokens"] > 0 for p in parts), parts  # (each part's tokens, why, where)
     edit(client, (4, 11), (4, 11), "p", version=2, uri=MAIN_URI)
     await inline(client, 4, 12, uri=MAIN_URI)
     prompt = server.completions[-1]["prompt"]

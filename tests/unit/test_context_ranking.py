@@ -94,6 +94,7 @@ def test_names_imported_and_unused_come_first_then_those_used_near_the_cursor() 
     assert (used.start_line, used.end_line) == (3, 9)
     assert all(c.path != "main.py" for c in chunks)
     assert all("unrelated" not in c.text for c in chunks)
+    assert all(c.tokens == words(c.text) > 0 for c in chunks)  # (stats show each one's)
     # with everything imported in use, the name used nearest the cursor comes first
     in_use = MAIN.replace("size = len(points)", "size = perimeter(points), to_metres(1)")
     chunks = choose("/p/main.py", in_use, tabs(**{"/p/main.py": in_use}))

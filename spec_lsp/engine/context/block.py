@@ -61,6 +61,7 @@ class Block:
             {
                 "path": c.path,
                 "lines": [c.start_line + 1, c.end_line],
+                "tokens": c.tokens,
                 "reason": c.reason,
             }
             for c in self.chunks

@@ -532,7 +532,9 @@ def select(
                 continue  # a smaller stand-in may fit
             shown_as = _shown_path(candidate.path, path, workspace)
             score = round(candidate.score, 4)
-            chosen.append(ContextChunk(shown_as, start, end, chunk, candidate.reason, score))
+            chosen.append(
+                ContextChunk(shown_as, start, end, chunk, candidate.reason, score, tokens)
+            )
             taken.setdefault(candidate.path, []).extend(shows)
             left -= tokens
             break

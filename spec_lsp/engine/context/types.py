@@ -16,6 +16,7 @@ class ContextChunk:
     text: str
     reason: str
     score: float = 0.0
+    tokens: int = 0  # its text's tokens (as counted when it was chosen)
 
 
 @dataclass(frozen=True, slots=True)
