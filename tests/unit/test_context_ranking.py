@@ -82,23 +82,25 @@ def tabs(**extra: str) -> dict[str, str]:
 def test_names_imported_and_unused_come_first_then_those_used_near_the_cursor() -> None:
     chunks = choose("/p/main.py", MAIN, tabs(**{"/p/noise.py": NOISE}))
     reasons = [c.reason for c in chunks]
-    # imported, used nowhere yet: about to be (in import order); then polygon_area, used above
-    assert reasons[:3] == [
+    # imported, used nowhere yet: about to be (in import order), each beside its module's
+    # outline (the rest of its API: polygon_area's head, used above the cursor, among it)
+    assert reasons[:4] == [
         "definition:perimeter",
         "definition:to_metres",
-        "definition:polygon_area",
+        "import:shapes",
+        "import:units",
     ]
-    used = chunks[2]
-    assert used.path == "shapes.py"
-    assert used.text.startswith("def polygon_area(points):") and "abs(total)" in used.text
-    assert (used.start_line, used.end_line) == (3, 9)
+    assert chunks[2].path == "shapes.py" and "def polygon_area(points):" in chunks[2].text
     assert all(c.path != "main.py" for c in chunks)
     assert all("unrelated" not in c.text for c in chunks)
     assert all(c.tokens == words(c.text) > 0 for c in chunks)  # (stats show each one's)
     # with everything imported in use, the name used nearest the cursor comes first
     in_use = MAIN.replace("size = len(points)", "size = perimeter(points), to_metres(1)")
     chunks = choose("/p/main.py", in_use, tabs(**{"/p/main.py": in_use}))
-    assert chunks[0].reason == "definition:polygon_area"
+    used = chunks[0]
+    assert (used.path, used.reason) == ("shapes.py", "definition:polygon_area")
+    assert used.text.startswith("def polygon_area(points):") and "abs(total)" in used.text
+    assert (used.start_line, used.end_line) == (3, 9)
 
 
 def test_only_the_first_few_unused_imports_come_before_the_names_in_use() -> None:
@@ -110,9 +112,9 @@ def test_only_the_first_few_unused_imports_come_before_the_names_in_use() -> Non
     documents = tabs(**{"/p/main.py": main, "/p/helpers.py": many})
     reasons = [c.reason for c in choose("/p/main.py", main, documents, budget=10_000)]
     first = [f"definition:helper_{i}" for i in range(UNUSED_FIRST)]
-    assert reasons[:UNUSED_FIRST] == first
-    assert reasons.index("definition:polygon_area") == UNUSED_FIRST
-    assert reasons.index("definition:helper_7") > UNUSED_FIRST
+    assert reasons[: UNUSED_FIRST + 1] == [*first, "import:helpers"]
+    assert reasons.index("definition:polygon_area") == UNUSED_FIRST + 1
+    assert "definition:helper_7" not in reasons[: UNUSED_FIRST + 2]  # (its head: the outline)
 
 
 def test_the_budget_holds_at_every_size() -> None:
@@ -310,10 +312,11 @@ def test_files_only_on_disk_in_the_workspace(tmp_path: Path) -> None:
     shown = [(c.path, c.reason) for c in chunks]
     assert shown[:2] == [  # (units.py is nowhere)
         ("geometry/shapes.py", "definition:perimeter"),
-        ("geometry/shapes.py", "definition:polygon_area"),
+        ("geometry/shapes.py", "import:geometry.shapes"),
     ]
-    outline = next(c for c in chunks if c.reason == "import:geometry.shapes")
-    assert outline.text == "def centroid(points):\n    ..."  # the rest is shown already
+    outline = chunks[1].text
+    assert "def polygon_area(points):" in outline and "def centroid(points):" in outline
+    assert "def perimeter" not in outline  # shown already
 
 
 @pytest.mark.parametrize(

@@ -338,6 +338,7 @@ class _Candidate:
     reason: str
     score: float
     variants: Callable[[Lines], list[Variant]]
+    soon: bool = False  # for a name imported and not yet used (of the first UNUSED_FIRST)
 
 
 def _fixed(*variants: Variant) -> Callable[[Lines], list[Variant]]:
@@ -510,9 +511,15 @@ def select(
     uses, local = uses_near(path, text, cursor)
     known = _Paths([*open_documents, *place.files, *index.paths()])
     found = _Imports(imports(path, text, known))
+    unused = _unused_imports(text, cursor, found)
+    soon = {use.name for use in unused[:UNUSED_FIRST]}
+    definitions = list(_definitions(place, uses, local, found, unused))
+    outlines = list(_import_outlines(place, uses, found, soon))
     candidates = [
-        *_definitions(place, cursor, uses, local, found),
-        *_import_outlines(place, uses, found),
+        *(c for c in definitions if c.soon),
+        *(c for c in outlines if c.soon),  # (beside it: the rest of that module's API)
+        *(c for c in definitions if not c.soon),
+        *(c for c in outlines if not c.soon),
         *_similar(place, uses),
         *_recent(place, recent_edits),
     ]
@@ -586,7 +593,7 @@ class _Imports:
 
 
 def _definitions(
-    place: _Place, cursor: int, uses: Mapping[str, Use], local: set[str], found: _Imports
+    place: _Place, uses: Mapping[str, Use], local: set[str], found: _Imports, unused: list[Use]
 ) -> Iterator[_Candidate]:
     """1. Definitions of the names imported and unused (the first few), of the names used near
     the cursor, then of the other unused ones."""
@@ -598,7 +605,6 @@ def _definitions(
         (u for u in uses.values() if u.name not in local or u.name in found.by_name),
         key=lambda u: (u.distance, u.name),
     )
-    unused = _unused_imports(place.text, cursor, found)
     seen: set[tuple[str, int]] = set()
     for number, use in enumerate([*unused[:UNUSED_FIRST], *ordered, *unused[UNUSED_FIRST:]]):
         about_to_be = use.distance < 0 and number < UNUSED_FIRST
@@ -609,15 +615,20 @@ def _definitions(
                 continue
             seen.add((path, d.start_line))
             lines, defs = parsed.split("\n"), place.index.definitions(path)
-            yield _definition_candidate(path, lines, d, defs, f"definition:{use.name}", score)
+            found_it = _definition_candidate(path, lines, d, defs, f"definition:{use.name}", score)
+            found_it.soon = about_to_be
+            yield found_it
 
 
 def _import_outlines(
-    place: _Place, uses: Mapping[str, Use], found: _Imports
+    place: _Place, uses: Mapping[str, Use], found: _Imports, soon: set[str]
 ) -> Iterator[_Candidate]:
-    """2. The imported files' outlines, those whose names are used nearest first."""
+    """2. The imported files' outlines: first those of the names about to be used (`soon`),
+    then those whose names are used nearest first."""
 
     def nearest(entry: Import) -> tuple[int, int]:
+        if soon & set(entry.names):
+            return (-1, entry.line)
         distances = [uses[n].distance for n in [*entry.names, entry.alias] if n in uses]
         if entry.alias:
             distances += [u.distance for u in uses.values() if entry.alias in u.receivers]
@@ -631,9 +642,9 @@ def _import_outlines(
         if target == place.path or parsed is None:
             continue
         distance = nearest(entry)[0]
-        score = 1.0 / (1 + distance) if distance < 1 << 20 else 0.0
+        score = 1.0 / (1 + max(0, distance)) if distance < 1 << 20 else 0.0
         outline = functools.partial(_module_outline, parsed.split("\n"), defs)
-        yield _Candidate(target, f"import:{entry.module}", score, outline)
+        yield _Candidate(target, f"import:{entry.module}", score, outline, distance < 0)
 
 
 def _similar(place: _Place, uses: Mapping[str, Use]) -> Iterator[_Candidate]:
