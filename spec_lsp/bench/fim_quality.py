@@ -190,32 +190,30 @@ def file_prefix_tokens(
 def context_block(
     prefix: str, suffix: str, name: str, anchor: int, tabs: int, budget: int, engine: Engine
 ) -> Block | None:
-    """The block the engine would choose at the cursor (as engine._choose_block does), the
-    modules the file imports open in tabs."""
+    """The block the engine's context stage chooses at the cursor (as engine._choose_block
+    asks it), the modules the file imports open in tabs (closed again after)."""
     from spec_lsp.bench.places import imported_modules, stdlib
-    from spec_lsp.engine.context.ranking import select
-    from spec_lsp.engine.context.symbols import SymbolIndex
 
-    prompts = engine.prompts
+    prompts, stage = engine.prompts, engine.context
     assert prompts is not None
-    text = prefix + suffix
-    documents = {f"/bench/{module}": stdlib(module) for module in imported_modules(text, tabs)}
-    index = SymbolIndex()
-    for path, other in documents.items():
-        index.update(path, other)
-    chunks = select(
-        path=f"/bench/{name}",
-        text=text,
-        cursor=len(prefix),
-        window=(anchor, prefix.count("\n") + 1),
-        open_documents=documents,
-        workspace=None,
-        index=index,
-        recent_edits=[],
-        budget=min(engine.settings.context_tokens, budget // 2),
-        count_tokens=prompts.count,
-    )
-    return Block(f"file:///bench/{name}", tuple(chunks), repo="bench") if chunks else None
+    text, uri = prefix + suffix, f"file:///bench/{name}"
+    tabs_open = [f"file:///bench/{m}" for m in imported_modules(text, tabs)]
+    for tab in tabs_open:
+        stage.document_changed(tab, stdlib(tab.removeprefix("file:///bench/")), focus=uri)
+    stage.document_changed(uri, text, focus=uri)
+    stage.parse()
+    try:
+        return stage.choose(
+            uri,
+            text,
+            len(prefix),
+            (anchor, prefix.count("\n") + 1),
+            budget=min(engine.settings.context_tokens, budget // 2),
+            count_tokens=prompts.count,
+        )
+    finally:
+        for document in [*tabs_open, uri]:
+            stage.document_closed(document)
 
 
 if __name__ == "__main__":

@@ -124,15 +124,14 @@ def moved_runs(cached: Sequence[int], tokens: Sequence[int], keep: int, min_run:
     other way round (text inserted is evaluated, with all after it). The last token of `tokens`
     is left to evaluate (its logits)."""
     runs: list[Run] = []
-    cached = list(cached)
     head_c, head_p, end = keep, keep, len(tokens) - 1
     while head_p + min_run <= end and head_c + min_run <= len(cached):
-        want = tokens[head_p : head_p + min_run]
+        want = list(tokens[head_p : head_p + min_run])
         try:
             head_c = cached.index(want[0], head_c)
         except ValueError:
             break
-        if cached[head_c : head_c + min_run] != list(want):
+        if list(cached[head_c : head_c + min_run]) != want:
             head_c += 1
             continue
         n = min_run
@@ -179,8 +178,6 @@ def sync(
     if not tokens:
         raise ValueError("cannot sync an empty token sequence")
     keep = kept_by_sync(model, tokens)
-    if check is not None:
-        check()
     runs: list[Run] = []
     if model.shift_min and model.info.can_shift and keep < len(model.tokens):
         runs = moved_runs(model.tokens, tokens, keep, model.shift_min)

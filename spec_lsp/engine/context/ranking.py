@@ -4,7 +4,8 @@ Sources, in this order (each chunk taken whole or not at all, skipped when it do
 the next tried):
 1. definitions, in other files, of the names the file imports but uses nowhere else (the first
    `UNUSED_FIRST`, in import order: what is imported and not yet used is what is about to be,
-   and nothing else in the prompt says what it takes), then of the names used around the cursor
+   and nothing else in the prompt says what it takes), then the outlines of their modules (2.,
+   brought forward: the rest of that API beside them), then of the names used around the cursor
    (the 30 lines before it and the 10 after; nearer first, a line after the cursor counting
    twice its distance: their uses are in the window already), then the other unused ones. Not the
    word being typed at the cursor (the block must not change with each key), keywords and
