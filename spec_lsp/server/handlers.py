@@ -146,7 +146,7 @@ async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocume
 
 def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
     engine = ls.scheduler.engine
-    server = {"ready": engine.ready, "load_error": ls.load_error}
+    server = {"ready": engine.ready, "load_error": ls.load_error, "file_events": ls.file_events}
     data = {**engine.stats(), **ls.scheduler.stats(), **server}
     documents = list(ls.workspace.text_documents.values())
     data["memory"]["open_documents"] = {

@@ -36,6 +36,9 @@ class SpecLanguageServer(LanguageServer):
         self.folders: list[str] = []  # the workspace folders the editor named at initialize
         self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
         self._watcher: asyncio.Task[None] | None = None
+        # whether the client tells us of files changed on disk: "pending" until asked after the
+        # load, then "registered", "unsupported" (no dynamic registration) or "refused"
+        self.file_events = "pending"
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
@@ -105,6 +108,7 @@ class SpecLanguageServer(LanguageServer):
         caps = self.client_capabilities.workspace
         watched = caps.did_change_watched_files if caps else None
         if not (watched and watched.dynamic_registration):
+            self.file_events = "unsupported"
             return
         options = lsp.DidChangeWatchedFilesRegistrationOptions(
             watchers=[lsp.FileSystemWatcher(glob_pattern="**/*")]
@@ -121,6 +125,9 @@ class SpecLanguageServer(LanguageServer):
             )
         except Exception as exc:  # the client refused or did not answer: no file events
             log.info("no file events: client/registerCapability failed: %r", exc)
+            self.file_events = "refused"
+            return
+        self.file_events = "registered"
 
     # -- the engine: load and reload on the engine thread ------------------------------------
     async def update_engine(self, *, reload: bool = False) -> None:
