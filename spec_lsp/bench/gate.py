@@ -114,9 +114,9 @@ def ask(places: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]
 def fit(rows: list[dict[str, Any]], l2: float = 1.0) -> tuple[float, dict[str, float]]:
     """Logistic regression (Newton's method, L2 on the weights, not the bias) of good ~
     features."""
-    usable = [r for r in rows if r["features"] is not None]
-    x = np.array([[r["features"][f] for f in confidence.FEATURES] for r in usable], dtype=float)
-    y = np.array([float(r["good"]) for r in usable])
+    usable = [(r, f) for r in rows if (f := features_of(r)) is not None]
+    x = np.array([[f[name] for name in confidence.FEATURES] for _r, f in usable], np.float64)
+    y = np.array([float(r["good"]) for r, _f in usable])
     x = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(x.shape[1])
     penalty = np.eye(x.shape[1]) * l2
@@ -132,15 +132,24 @@ def fit(rows: list[dict[str, Any]], l2: float = 1.0) -> tuple[float, dict[str, f
     return float(w[0]), {f: float(v) for f, v in zip(confidence.FEATURES, w[1:])}
 
 
-def gated(row: dict[str, Any], threshold: float) -> str:
-    """What the gate shows of the asked row at `threshold` (the shipped weights)."""
-    completion = Completion(
+def features_of(row: dict[str, Any]) -> dict[str, float] | None:
+    """The row's features as the current code reads them (a refit follows feature changes)."""
+    lps = confidence.shown_logprobs(_completion(row))
+    if not lps or not row["text"]:
+        return None
+    return confidence.features(row["before"], row["after"], row["text"], lps)
+
+
+def _completion(row: dict[str, Any]) -> Completion:
+    return Completion(
         text=row["text"], stats=_stats(row["logprobs"]), raw_text=row["raw"] or row["text"]
     )
+
+
+def gated(row: dict[str, Any], threshold: float) -> str:
+    """What the gate shows of the asked row at `threshold` (the shipped weights)."""
     request = CompletionRequest(prefix=row["before"], suffix=row["after"])
-    if row["features"] is None:
-        return row["text"]
-    text, _confidence = confidence.gate(request, completion, threshold)
+    text, _confidence = confidence.gate(request, _completion(row), threshold)
     return text
 
 

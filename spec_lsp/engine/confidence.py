@@ -21,7 +21,7 @@ FEATURES = (
     "mean_logprob",  # of the tokens shown
     "min_logprob",
     "log_chars",  # log(1 + characters shown)
-    "repeats_line",  # the first line shown equals one of the 3 lines above
+    "repeats_line",  # the first line shown equals one of the 3 lines above or below
     "end_of_line",  # nothing but spaces after the cursor on its line
     "in_word",  # a word character either side of the cursor
     "after_opener",  # the last character before the cursor opens something: ( [ { , = :
@@ -62,7 +62,7 @@ def features(
     `logprobs` under the target."""
     lps = list(logprobs) or [0.0]
     line_start = prefix.rfind("\n") + 1
-    above = prefix[:line_start].splitlines()[-3:]
+    around = prefix[:line_start].splitlines()[-3:] + suffix.split("\n")[1:4]
     first = (prefix[line_start:] + text).split("\n", 1)[0].strip()
     rest_of_line = suffix.split("\n", 1)[0]
     before = prefix[-1:] if prefix else ""
@@ -71,7 +71,7 @@ def features(
         "mean_logprob": sum(lps) / len(lps),
         "min_logprob": min(lps),
         "log_chars": math.log1p(len(text)),
-        "repeats_line": float(bool(first) and any(line.strip() == first for line in above)),
+        "repeats_line": float(bool(first) and any(line.strip() == first for line in around)),
         "end_of_line": float(not rest_of_line.strip()),
         "in_word": float(bool(WORD.match(before)) and bool(WORD.match(suffix[:1]))),
         "after_opener": float(bool(last_char) and last_char in OPENERS),

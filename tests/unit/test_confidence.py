@@ -31,6 +31,8 @@ def test_the_place_features() -> None:
     assert f["in_word"] == 1 and f["end_of_line"] == 0
     f = confidence.features("    y = 1\n    ", "\n", "y = 1", [0.0], last_outcome="rejected")
     assert f["repeats_line"] == 1 and f["end_of_line"] == 1 and f["last_rejected"] == 1
+    below = confidence.features("    ", "\n    z = 2\n", "z = 2", [0.0])
+    assert below["repeats_line"] == 1 and below["last_rejected"] == 0
 
 
 def test_the_tokens_of_the_text_shown_are_read() -> None:
