@@ -110,5 +110,5 @@ def logprob(logits: np.ndarray, token: int) -> float:
     """The log probability of `token` under the model's own distribution (softmax at
     temperature 1): what a suggestion's confidence is read from."""
     x = np.asarray(logits, dtype=np.float32)
-    top = float(x.max())
-    return float(x[token] - top - np.log(np.exp(x - top, dtype=np.float64).sum()))
+    top = x.max()
+    return float(x[token] - top - np.log(float(np.exp(x - top).sum())))  # (float32: ~0.3 ms)
