@@ -1,17 +1,18 @@
-"""The confidence gate (engine/confidence.py): fitted on one set of held-out lines, measured on
-another.
+"""The confidence gate (engine/confidence.py): fitted on held-out places of some modules,
+measured on those of others.
 
 Lines of real modules of the running interpreter's standard library, chosen by a rule
 (fim_quality.candidate_lines: over 25 characters after line 20, no comment, def, class or
-decorator, docstring prose included; a seeded sample of LINES_PER_MODULE per module), each emptied after its indentation and asked for as an
-Automatic request through the engine (the default model, in process; cache off, so each is
-asked cold). A suggestion is good if its first line is what the line holds, or a prefix of it
-(a person who types that line accepts it). FIT modules give the data the logistic model is fitted
-on; TEST modules, never seen by the fit, give the curve: over the threshold, the precision of
-what is shown and the share of the good suggestions still shown (in whole or as its first
-words).
+decorator, docstring prose included; a seeded sample of LINES_PER_MODULE per module), each asked
+at two places: emptied after its indentation, and typed up to a seeded character with the rest
+not yet written. Each is an Automatic request through the engine (the default model, in
+process; cache off, so each is asked cold). A suggestion is good if its first line begins what
+the person was about to type (they accept it). FIT modules give the data the logistic model is
+fitted on; TEST modules, never seen by the fit, give the curve: over the threshold, the
+precision of what is shown (whole, or its first words) and the share of the good suggestions
+still shown.
 
-    .venv/bin/python -m spec_lsp.bench.gate            # asks (~15 min), fits, measures
+    .venv/bin/python -m spec_lsp.bench.gate            # asks (~30 min on 2 cores), fits, measures
     .venv/bin/python -m spec_lsp.bench.gate --refit    # again from the saved asks
 """
 
@@ -37,13 +38,15 @@ FIT = ["textwrap.py", "json/decoder.py", "csv.py", "shlex.py", "fractions.py", "
 FIT += ["bisect.py", "difflib.py"]
 TEST = ["calendar.py", "configparser.py", "ipaddress.py", "statistics.py", "tokenize.py"]
 TEST += ["pprint.py", "gettext.py", "locale.py"]
-LINES_PER_MODULE = 6
+LINES_PER_MODULE = 4
 RESULTS = ROOT / "bench" / "results"
 THRESHOLDS = [round(0.05 * i, 2) for i in range(0, 20)]
 
 
-def lines(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str, str]]:
-    """The held-out places: (module, text before the cursor, after it, the line's text)."""
+def places(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str, str]]:
+    """The held-out places, two per line chosen: `start`, the line emptied after its
+    indentation; `typing`, the line typed up to a seeded character (not the first or last 3)
+    and the rest of it not yet written, as a person pauses while typing it."""
     root = Path(sysconfig.get_paths()["stdlib"])
     rng = random.Random(seed)
     found = []
@@ -51,30 +54,38 @@ def lines(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str, 
         text = (root / name).read_text().splitlines(keepends=True)
         candidates = candidate_lines(text)
         for i in sorted(rng.sample(candidates, min(per_module, len(candidates)))):
-            indent = text[i][: len(text[i]) - len(text[i].lstrip())]
-            found.append(
-                {
-                    "module": name,
-                    "prefix": "".join(text[:i]) + indent,
-                    "suffix": "\n" + "".join(text[i + 1 :]),
-                    "line": text[i].strip(),
-                }
-            )
+            line = text[i].strip()
+            head = "".join(text[:i]) + text[i][: len(text[i]) - len(text[i].lstrip())]
+            tail = "\n" + "".join(text[i + 1 :])
+            cut = rng.randrange(3, len(line) - 3)
+            for kind, typed in (("start", ""), ("typing", line[:cut])):
+                found.append(
+                    {
+                        "module": name,
+                        "kind": kind,
+                        "prefix": head + typed,
+                        "suffix": tail,
+                        "expected": line[len(typed) :],
+                    }
+                )
     return found
 
 
-def good(shown: str, line: str) -> bool:
-    first = shown.split("\n", 1)[0].strip()
-    return bool(first) and line.startswith(first)
+def good(shown: str, row: dict[str, Any]) -> bool:
+    """A person about to type `expected` accepts a suggestion whose first line begins it."""
+    first = shown.split("\n", 1)[0].rstrip()
+    if row["kind"] == "start":
+        first = first.lstrip()  # (the cursor is after the indentation: the model may add it)
+    return bool(first.strip()) and row["expected"].startswith(first)
 
 
-def ask(places: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]]:
+def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]]:
     """Each place asked once (Automatic), with what the gate would read of the answer."""
     engine = build_engine(settings)
     engine.load()
     asked = []
     try:
-        for n, place in enumerate(places, 1):
+        for n, place in enumerate(asked_at, 1):
             request = CompletionRequest(
                 prefix=place["prefix"],
                 suffix=place["suffix"],
@@ -89,7 +100,7 @@ def ask(places: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]
             lps = confidence.shown_logprobs(completion)
             asked.append(
                 {
-                    **{k: place[k] for k in ("module", "line")},
+                    **{k: place[k] for k in ("module", "kind", "expected")},
                     "before": place["prefix"][-2000:],  # (what the features read of the place)
                     "after": place["suffix"][:200],
                     "text": completion.text,
@@ -100,12 +111,12 @@ def ask(places: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]
                     )
                     if lps
                     else None,
-                    "good": good(completion.text, place["line"]),
-                    "exact": completion.text.strip() == place["line"],
+                    "good": good(completion.text, place),
+                    "exact": completion.text.strip() == place["expected"].strip(),
                     "seconds": time.perf_counter() - started,
                 }
             )
-            log(f"{n:3d}/{len(places)} good={asked[-1]['good']} {place['line'][:50]!r}")
+            log(f"{n:3d}/{len(asked_at)} good={asked[-1]['good']} {place['expected'][:50]!r}")
     finally:
         engine.close()
     return asked
@@ -158,14 +169,16 @@ def _stats(logprobs: list[float]) -> DecodeStats:
 
 
 def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Per threshold: shown, good shown (whole or its first words), wrong shown, precision and
-    the share of the good suggestions still shown."""
-    all_good = sum(r["good"] for r in rows if r["text"].strip())
+    """Per threshold: suggestions shown (whole or their first words), the good ones among them
+    and the wrong ones, the precision, and the share of the good suggestions (at threshold 0)
+    still shown."""
+    answered = [r for r in rows if r["text"].strip()]
+    good_ones = [r for r in answered if good(r["text"], r)]
     points = []
     for threshold in THRESHOLDS:
-        shown = [(r, gated(r, threshold)) for r in rows]
-        shown = [(r, text) for r, text in shown if text.strip()]
-        right = sum(good(text, r["line"]) for r, text in shown)
+        shown = [(r, text) for r in answered if (text := gated(r, threshold)).strip()]
+        right = sum(good(text, r) for r, text in shown)
+        still = sum(bool(gated(r, threshold).strip()) for r in good_ones)
         points.append(
             {
                 "threshold": threshold,
@@ -173,10 +186,16 @@ def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
                 "good": right,
                 "wrong": len(shown) - right,
                 "precision": right / len(shown) if shown else math.nan,
-                "kept": right / all_good if all_good else math.nan,
+                "kept": still / len(good_ones) if good_ones else math.nan,
             }
         )
     return points
+
+
+def chosen(points: list[dict[str, float]], keep: float = 0.85) -> float:
+    """The threshold that cuts the most wrong suggestions while keeping `keep` of the good."""
+    fine = [p for p in points if p["kept"] >= keep]
+    return min(fine, key=lambda p: (p["wrong"], -p["threshold"]))["threshold"]
 
 
 def render(points: list[dict[str, float]], default: float, title: str) -> str:
@@ -184,7 +203,7 @@ def render(points: list[dict[str, float]], default: float, title: str) -> str:
     lines_ = [
         f"### {title}",
         "",
-        "| threshold | shown | good | wrong | precision | good kept | wrong cut |",
+        "| threshold | shown | good | wrong | precision | good still shown | wrong cut |",
         "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in points:
@@ -219,19 +238,21 @@ def main() -> None:
             multiline="never",
             **({"model": args.model} if args.model else {}),
         )
-        places = {"fit": lines(FIT, args.per_module), "test": lines(TEST, args.per_module)}
-        data = {name: ask(group, settings) for name, group in places.items()}
+        groups = {"fit": places(FIT, args.per_module), "test": places(TEST, args.per_module)}
+        data = {name: ask(group, settings) for name, group in groups.items()}
         write_results(raw, data)
     bias, weights = fit(data["fit"])
     log(f"fitted: BIAS = {bias:.3f}\nWEIGHTS = {weights}")
     confidence.BIAS, confidence.WEIGHTS = bias, weights  # (the curves: the fitted model)
     fit_points, test_points = curve(data["fit"]), curve(data["test"])
     default = Settings().gate_threshold
+    log(f"threshold keeping 85% of the good fitted-on suggestions: {chosen(fit_points)}")
     report = (
         f"# The confidence gate\n\n`python -m spec_lsp.bench.gate{' --refit' if args.refit else ''}`"
-        f": {len(data['fit'])} lines of {len(FIT)} modules to fit, {len(data['test'])} of "
-        f"{len(TEST)} others to measure; good = the first line shown is the line or a prefix "
-        f"of it.\n\nFitted: BIAS = {bias:.3f}, WEIGHTS = "
+        f": {len(data['fit'])} places in {len(FIT)} modules to fit, {len(data['test'])} in "
+        f"{len(TEST)} others to measure (half at a line's start, half mid-line); good = the "
+        f"first line shown begins what the person was about to type.\n\n"
+        f"Fitted: BIAS = {bias:.3f}, WEIGHTS = "
         + ", ".join(f"{k} {v:+.3f}" for k, v in weights.items())
         + "\n\n"
         + render(test_points, default, "Held-out modules (not fitted on)")
