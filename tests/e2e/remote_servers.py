@@ -221,11 +221,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
-        began = time.monotonic()
+        began, self.last_chunk_at = time.monotonic(), 0.0
         try:
             self._post()
         finally:
-            self.stub.spans.append((self.path, began, time.monotonic()))
+            # a stream ends when its last chunk with data starts going out: the client may go
+            # on (send its next request) before this thread runs again
+            self.stub.spans.append((self.path, began, self.last_chunk_at or time.monotonic()))
 
     def _post(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
@@ -293,6 +295,8 @@ class _Handler(BaseHTTPRequestHandler):
             stub.closed_early.append(sent)
 
     def _chunk(self, data: bytes) -> None:
+        if data:
+            self.last_chunk_at = time.monotonic()
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         self.wfile.flush()
 
