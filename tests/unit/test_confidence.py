@@ -62,3 +62,14 @@ def test_without_token_probabilities_nothing_is_gated() -> None:
     cached = completion("anything at all", [])  # (typed-through and in-flight answers)
     text, assessed = confidence.gate(REQUEST, cached, 0.99)
     assert text == cached.text and assessed is None
+
+
+def test_a_multi_line_suggestion_is_judged_by_its_first_line() -> None:
+    text = "\n    total = 0\n" + "    total += value\n" * 20
+    assert confidence.first_line(text) == "\n    total = 0"
+    # sure of its first line, unsure later: shown whole (its length is not held against it)
+    lps = [-0.01] * 8 + [-5.0] * 100
+    sure = completion(text, lps)
+    assert confidence.gate(REQUEST, sure, 0.4)[0] == text
+    unsure = completion(text, [-5.0] * 108)
+    assert confidence.gate(REQUEST, unsure, 0.4)[0] == ""
