@@ -112,8 +112,7 @@ def run(
     of the sources that drafted, and auto's, until known to PRECISION or `max_reps`)."""
     engine = build_engine(settings.model_copy(update={"drafter": "none"}))
     engine.load()
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     target = loaded.target
     profile = engine.ensure_profile()
     from spec_lsp.engine.loading import open_model

@@ -82,7 +82,9 @@ def test_the_cursor_position_itself_is_not_a_match():
     engine = engine_with("workspace")
     source = PREFIX + "        pass  # suffix\n"
     engine.document_changed("file:///mine.py", source)
-    drafter = engine.sources.for_request(CompletionRequest(PREFIX, "", "file:///mine.py"), None)
+    drafter = engine.stores.sources.for_request(
+        CompletionRequest(PREFIX, "", "file:///mine.py"), None
+    )
     assert isinstance(drafter, WorkspaceDrafter)
     assert drafter.cursor == len(PREFIX) and drafter.document_id == "file:///mine.py"
 
@@ -96,7 +98,7 @@ def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
     for _ in range(3):
         result = complete(engine)
         assert result.text == plain.text
-    assert isinstance(engine.sources.drafter, AutoDrafter)
+    assert isinstance(engine.stores.sources.drafter, AutoDrafter)
     sources = engine.stats()["draft_sources"]
     assert {"ngram", "workspace", "model"} <= set(sources)
     if with_other:
@@ -107,16 +109,16 @@ def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
 def test_changing_the_drafter_setting_rebuilds_it():
     engine = engine_with("ngram")
     engine.update_settings(engine.settings.model_copy(update={"drafter": "auto"}))
-    assert isinstance(engine.sources.drafter, AutoDrafter)
+    assert isinstance(engine.stores.sources.drafter, AutoDrafter)
     engine.update_settings(engine.settings.model_copy(update={"drafter": "workspace"}))
-    assert isinstance(engine.sources.drafter, WorkspaceDrafter)
+    assert isinstance(engine.stores.sources.drafter, WorkspaceDrafter)
 
 
 def test_auto_learns_each_document_apart():
     engine = engine_with("auto")
     complete(engine, document="file:///a.py")
     complete(engine, document="file:///b.py")
-    drafter = engine.sources.drafter
+    drafter = engine.stores.sources.drafter
     assert isinstance(drafter, AutoDrafter)
     learned = {}
     for document in ("file:///a.py", "file:///b.py"):

@@ -31,12 +31,9 @@ ENGINE_LAYERS = [
     {"backends", "sampling"},
     {"policy"},
     {"drafters"},
-    {"decode", "cache", "context", "remote_tokens"},
+    {"decode", "cache", "context"},
     {
         "prompt",
-        "remote_prompt",
-        "remote_ask",
-        "health",
         "postprocess",
         "loading",
         "probe",
@@ -44,7 +41,12 @@ ENGINE_LAYERS = [
         "stats",
         "first_answer",
         "file_prefix",
+        "stores",
+        "answer",
     },
+    # the stages that complete a request: in process, and the remote engine in one folder
+    # (client, stream, prompt, tokens, health, connect, its stage)
+    {"local", "remote"},
     {"engine"},
     {"__init__"},
 ]

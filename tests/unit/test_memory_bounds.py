@@ -38,16 +38,16 @@ def auto_engine():
 
 def held_by(engine, document: str) -> dict[str, bool]:
     """Where the engine holds something for `document`, structure by structure."""
-    auto = engine.sources.drafter
+    auto = engine.stores.sources.drafter
     assert isinstance(auto, AutoDrafter)
     return {
-        "saved_state": document in engine.states.saved(),
-        "live_state_owner": engine.states.owner == document,
-        "continuation": bool(engine.continuations.get(document)),
-        "suggestions": document in engine.suggestions.documents(),
-        "estimates": document in engine.book.documents(),
+        "saved_state": document in engine.stores.states.saved(),
+        "live_state_owner": engine.stores.states.owner == document,
+        "continuation": bool(engine.stores.continuations.get(document)),
+        "suggestions": document in engine.stores.suggestions.documents(),
+        "estimates": document in engine.stores.book.documents(),
         "auto_estimates": document in auto.documents(),
-        "shown": document in engine.sources._shown,
+        "shown": document in engine.stores.sources._shown,
         "workspace": document in engine.workspace.documents(),
     }
 
@@ -70,7 +70,7 @@ def test_closing_a_document_releases_it_in_every_stage():
         assert not any(held_by(engine, closed).values()), held_by(engine, closed)
     kept = held_by(engine, "file:///b.py")
     assert kept == {**dict.fromkeys(kept, True), "live_state_owner": False}  # only what closed
-    assert engine.book._by_language  # the language's seed stays
+    assert engine.stores.book._by_language  # the language's seed stays
 
     engine.document_closed("file:///b.py")
     memory = engine.memory()

@@ -3,11 +3,11 @@ block chosen for the document in focus.
 
 Everything here runs off the request path: documents arrive as text (instantly: they are only
 kept), their definitions are parsed while idle (`parse`), the workspace is read on a thread of
-its own, and a block is chosen while idle from what is parsed (engine.grow_file_prefix), and
-chosen again once more is. `generation`
-counts changes to what a block is chosen from (other documents, the workspace): a block is
-chosen again when it moved, or when the file prefix anchors anew (the focus moved). Edits to
-the document in focus do not change its block: typing must not move the KV under it.
+its own, and a block is chosen while idle from what is parsed (engine.idle_step), and
+chosen again once more is. `generation` counts changes to what a block is chosen from (other
+documents, the workspace): a block is chosen again when it moved, or when the file prefix
+anchors anew (the focus moved). Edits to the document in focus do not change its block:
+typing must not move the KV under it.
 """
 
 from __future__ import annotations
