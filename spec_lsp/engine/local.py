@@ -22,7 +22,6 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import calibrate, loading
 from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
-from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.file_prefix import FilePrefix
 from spec_lsp.engine.loading import Loaded
@@ -53,8 +52,6 @@ class LocalStage:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.backend, self.stores, self.totals = backend, stores, totals
         self.profile: cost_profile.CostProfile | None = None
-        self._block_for: tuple[Any, ...] = ()  # what the file prefix's block was chosen for
-        self._warmed: Block | None = None  # the block the last place was prewarmed with
         self.configure(settings)
 
     @classmethod
@@ -244,8 +241,8 @@ class LocalStage:
         fp = self.stores.file_prefix
         return self.settings.cache and (
             fp.pending
-            or (fp.request is not None and self._block_key() != self._block_for)
-            or self._unwarmed() is not None
+            or (fp.request is not None and self.stores.context.stale(self._focus()))
+            or fp.unwarmed() is not None
         )
 
     def idle_step(self, cancel: CancelToken) -> int:
@@ -266,60 +263,42 @@ class LocalStage:
             )
             if cancel.cancelled:
                 break
-        place = self._unwarmed()
+        fp = self.stores.file_prefix
+        place = fp.unwarmed()
         if place is None or cancel.cancelled:
             return grown
-        self._warmed = self.stores.file_prefix.block  # (tried once: a cancel leaves it)
+        fp.warmed = fp.block  # (tried once: a cancel leaves it to the request)
         with contextlib.suppress(Cancelled):
             grown += self.prewarm(place, cancel)
         return grown
 
-    def _unwarmed(self) -> CompletionRequest | None:
-        """The place last asked about, if its prompt with the file prefix's new context block
-        is still to be evaluated (the text unchanged since: else an edit's prewarm does it)."""
+    def _focus(self) -> tuple[Any, ...]:
+        """What the file prefix's block is chosen for: its document and anchor, the budget."""
         fp = self.stores.file_prefix
-        request = fp.request
-        if fp.pending or fp.block is None or request is None or self._warmed is fp.block:
-            return None
-        text, prefix, suffix = fp.text, request.prefix, request.suffix
-        same = len(prefix) + len(suffix) == len(text) and text.startswith(prefix)
-        return request if same and text.endswith(suffix) else None  # (no copy: checked often)
-
-    def _block_key(self) -> tuple[Any, ...]:
-        fp, context = self.stores.file_prefix, self.stores.context
-        return (fp.document, fp.reanchored, context.generation, self.settings.context_tokens)
+        return (fp.document, fp.reanchored, self.settings.context_tokens)
 
     def _choose_block(self) -> None:
         """The context block of the file prefix's document, chosen again when the focus moved
         (a new anchor) or what it is chosen from changed (other documents, the workspace),
         once the file prefix is evaluated. A new block re-evaluates the file prefix from the
         block on."""
-        key = self._block_key()
-        if key == self._block_for:
+        fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        if not context.stale(focus):
             return
-        fp = self.stores.file_prefix
-        if fp.request is None:
-            self._block_for = key
-            fp.set_block(None)
-            return
-        if fp.pending:  # the file's own text first: a new block re-evaluates it from the head
-            return  # (idle time the places it serves need before any block can be used)
-        self._block_for = key
-        request = fp.request
+        if fp.request is not None and fp.pending:  # the file's own text first: a new block
+            return  # re-evaluates it from the head (idle time its places need before any block)
         budget = FilePrefix.budget(self.settings, self.prompts.target.n_ctx) // 2
-        cursor_line = request.prefix.count("\n")
-        block = self.stores.context.choose(
-            request.document_id,
-            request.prefix + request.suffix,
-            len(request.prefix),
-            (fp.anchor, cursor_line + 1),
+        block = context.choose_at(
+            fp.request,
+            focus,
+            first_line=fp.anchor,
             budget=min(self.settings.context_tokens, budget),
             count_tokens=self.prompts.count,
         )
-        if fp.set_block(block):
+        if fp.set_block(block) and fp.request is not None:
             log.info(
                 "context for %s: %s",
-                request.file_name or request.document_id,
+                fp.request.file_name or fp.request.document_id,
                 "; ".join(
                     f"{c.path}:{c.start_line + 1}-{c.end_line} ({c.reason})" for c in block.chunks
                 )

@@ -8,6 +8,11 @@ chosen again once more is. `generation` counts changes to what a block is chosen
 documents, the workspace): a block is chosen again when it moved, or when the file prefix
 anchors anew (the focus moved). Edits to the document in focus do not change its block:
 typing must not move the KV under it.
+
+This class is the context's one door. A completing stage names what it chooses a block for
+(its `focus`: the file prefix's document and anchor in process, the last place's stretch of
+lines on a server), asks whether that block is `stale`, and has it chosen (`choose_at`); the
+generation and the last choice stay in here.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.context.ranking import SimilarWindows, select
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.workspace import Workspace
+from spec_lsp.engine.types import CompletionRequest
 from spec_lsp.textdiff import common_prefix, common_suffix
 
 log = logging.getLogger(__name__)
@@ -70,6 +76,7 @@ class ContextStage:
         self.tokens_shown = 0
         self.tokens_cached = 0
         self.last: list[dict[str, Any]] = []  # the parts of the block chosen last
+        self._chosen_for: tuple[Any, ...] = ()  # the focus and generation of the last choice
 
     # -- what the editor says ------------------------------------------------------------------
     def set_folders(self, folders: Sequence[str], *, max_files: int, max_mb: int) -> None:
@@ -188,6 +195,35 @@ class ContextStage:
                 self._moved = False
 
     # -- a block, while idle -------------------------------------------------------------------
+    def stale(self, focus: tuple[Any, ...]) -> bool:
+        """Whether the block is to be chosen again for `focus` (what the completing stage
+        chooses it for: the document, the anchor or stretch of lines, the budget): the focus
+        moved, or what blocks are chosen from changed since the last choice."""
+        return (*focus, self.generation) != self._chosen_for
+
+    def choose_at(
+        self,
+        place: CompletionRequest | None,
+        focus: tuple[Any, ...],
+        *,
+        first_line: int,
+        budget: int,
+        count_tokens: Callable[[str], int],
+    ) -> Block | None:
+        """The block for a place whose window starts at `first_line` (None without a place),
+        chosen for `focus` until that is stale."""
+        self._chosen_for = (*focus, self.generation)
+        if place is None:
+            return None
+        return self.choose(
+            place.document_id,
+            place.prefix + place.suffix,
+            len(place.prefix),
+            (first_line, place.prefix.count("\n") + 1),
+            budget=budget,
+            count_tokens=count_tokens,
+        )
+
     def choose(
         self,
         document_id: str,

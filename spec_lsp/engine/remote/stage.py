@@ -44,7 +44,6 @@ class RemoteStage:
         self.remote, self.settings, self.stores, self.totals = remote, settings, stores, totals
         self._place: CompletionRequest | None = None  # the last place asked
         self._block: Block | None = None  # its block, chosen while idle
-        self._block_for: tuple[Any, ...] = ()  # what that block was chosen for
 
     @classmethod
     def open(
@@ -152,41 +151,36 @@ class RemoteStage:
     @property
     def idle_work(self) -> bool:
         """The block of the last place asked to choose again."""
-        return self._place is not None and self._block_key() != self._block_for
+        return self._place is not None and self.stores.context.stale(self._focus())
 
     def idle_step(self, cancel: CancelToken) -> int:
-        if self._block_key() != self._block_for:
-            self._choose_block()
+        focus = self._focus()
+        if self.stores.context.stale(focus):
+            self._choose_block(focus)
         return 0
 
-    def _block_key(self) -> tuple[Any, ...]:
+    def _focus(self) -> tuple[Any, ...]:
+        """What the block is chosen for: the last place's document and stretch of lines."""
         place = self._place
         region = place.prefix.count("\n") // REMOTE_BLOCK_LINES if place is not None else -1
-        return (
-            place.document_id if place is not None else None,
-            region,
-            self.stores.context.generation,
-            self.settings.context_tokens,
-        )
+        document = place.document_id if place is not None else None
+        return (document, region, self.settings.context_tokens)
 
-    def _choose_block(self) -> None:
+    def _choose_block(self, focus: tuple[Any, ...]) -> None:
         """The block of the last place asked, chosen again when the cursor moved to another
         stretch of REMOTE_BLOCK_LINES lines or what it is chosen from changed (so the server's
         prompt cache keeps its head meanwhile). It takes half the prefix's budget at most: the
         prompt is no longer than without it."""
-        self._block_for = self._block_key()
-        request = self._place
-        if request is None:
-            return
-        settings, tokens = self.settings, self.remote.tokens
-        prefix_chars = int(settings.prefix_tokens * tokens.chars_per_token)
-        cursor_line = request.prefix.count("\n")
-        first = cursor_line - request.prefix[-prefix_chars:].count("\n")
-        self._block = self.stores.context.choose(
-            request.document_id,
-            request.prefix + request.suffix,
-            len(request.prefix),
-            (max(0, first), cursor_line + 1),
+        place, settings, tokens = self._place, self.settings, self.remote.tokens
+        first = 0  # (the window's first line: the prefix's budget in the server's tokens)
+        if place is not None:
+            prefix_chars = int(settings.prefix_tokens * tokens.chars_per_token)
+            cursor_line = place.prefix.count("\n")
+            first = max(0, cursor_line - place.prefix[-prefix_chars:].count("\n"))
+        self._block = self.stores.context.choose_at(
+            place,
+            focus,
+            first_line=first,
             budget=min(settings.context_tokens, settings.prefix_tokens // 2),
             count_tokens=tokens.count,
         )
