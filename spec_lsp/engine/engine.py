@@ -23,7 +23,7 @@ from typing import Any
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer, CompletingStage, begin
 from spec_lsp.engine.context.stage import ContextStage
-from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.local import LocalStage
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.postprocess import Shaping
@@ -91,8 +91,9 @@ class Engine:
         return stage
 
     @property
-    def workspace(self) -> WorkspaceIndex:
-        return self.stores.sources.workspace
+    def open_documents(self) -> OpenDocuments:
+        """The open documents (and accepted completions) the drafters look text up in."""
+        return self.stores.sources.open_documents
 
     def load(self, progress: Progress | None = None) -> None:
         """Load (or reload) the models named by the settings. Raises EngineError with the fix."""
@@ -302,7 +303,7 @@ class Engine:
         sources = self.stores.sources.report()
         if sources is not None:
             data["draft_sources"] = sources
-        data["workspace_documents"] = len(self.workspace.documents())
+        data["workspace_documents"] = len(self.open_documents.documents())
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
         data["memory"] = self.memory()
