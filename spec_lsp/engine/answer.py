@@ -3,7 +3,7 @@ token and kind, its post-processing (`postprocess.Shaping`: multi-line or not, t
 the text shown), its statistics, and the first answer that watches its text grow
 (`first_answer`). The stage that completes it reads what it needs here and tells it the text so
 far (`progress`) and when it is done (`settled`). `CompletingStage` is that stage's interface:
-in-process (`local.py`) or a server's (`remote/stage.py`)."""
+in-process (`local.py`) or a server's (`remote/stage.py`); `NotLoaded` stands in before a load."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ from spec_lsp.engine.first_answer import FirstAnswer
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.postprocess import Shaping
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
-from spec_lsp.engine.types import CancelToken, Completion, CompletionRequest, DecodeStats
+from spec_lsp.engine.types import (
+    CancelToken,
+    Completion,
+    CompletionRequest,
+    DecodeStats,
+    EngineError,
+)
 
 
 @dataclass
@@ -120,3 +126,34 @@ class CompletingStage(Protocol):
 
     def close(self) -> None:
         """Release the model (or the connection)."""
+
+
+class NotLoaded:
+    """The stage before a load, or after one failed: nothing to complete, nothing to do idle."""
+
+    needs_profile = False
+    idle_work = False
+
+    def configure(self, settings: Settings) -> None:
+        pass
+
+    def complete(self, answer: Answer) -> str | None:
+        raise EngineError("the model is not loaded yet")
+
+    def opened(self, request: CompletionRequest) -> None:
+        pass
+
+    def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
+        return 0
+
+    def idle_step(self, cancel: CancelToken) -> int:
+        return 0
+
+    def ensure_profile(self, *, remeasure: bool = False) -> CostProfile:
+        raise EngineError("the model is not loaded yet")
+
+    def report(self) -> dict[str, Any]:
+        return {"cost_profile": None}
+
+    def close(self) -> None:
+        pass

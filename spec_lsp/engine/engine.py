@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from spec_lsp.config import Settings
-from spec_lsp.engine.answer import Answer, CompletingStage, begin
+from spec_lsp.engine.answer import Answer, CompletingStage, NotLoaded, begin
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.local import LocalStage
@@ -60,7 +60,7 @@ class Engine:
         self.settings = settings
         self.backend = backend
         self.totals = EngineTotals()
-        self.stage: CompletingStage | None = None  # in process or a server's, once loaded
+        self.stage: CompletingStage = NotLoaded()  # in process or a server's, once loaded
         # how the user is told about a remote server's faults (the server sets it; any thread)
         self.notify: Callable[[str], None] = lambda message: log.warning("%s", message)
         self.workspace_folders: list[str] = []
@@ -75,20 +75,22 @@ class Engine:
     # -- lifecycle -----------------------------------------------------------------------------
     @property
     def ready(self) -> bool:
-        return self.stage is not None
+        return not isinstance(self.stage, NotLoaded)
 
     @property
     def needs_profile(self) -> bool:
         """Whether the adaptive policy still needs this machine's cost profile (in-process)."""
-        return self.stage is not None and self.stage.needs_profile
+        return self.stage.needs_profile
 
     @property
     def local(self) -> LocalStage:
         """The in-process stage (benchmarks and tests reach its models through it)."""
-        stage = self._stage()
-        if not isinstance(stage, LocalStage):
-            raise EngineError("the model is on the server (engine 'remote'): no local tokens")
-        return stage
+        stage = self.stage
+        if isinstance(stage, LocalStage):
+            return stage
+        if isinstance(stage, NotLoaded):
+            raise EngineError("the model is not loaded yet")
+        raise EngineError("the model is on the server (engine 'remote'): no local tokens")
 
     @property
     def open_documents(self) -> OpenDocuments:
@@ -135,20 +137,14 @@ class Engine:
         if rescan and self.workspace_folders:
             self.set_workspace_folders(self.workspace_folders)
         self.stores.clear()
-        if reload or self.stage is None:
+        if reload or not self.ready:
             self.load()
         else:
             self.stage.configure(settings)
 
     def close(self) -> None:
-        if self.stage is not None:
-            self.stage.close()
-            self.stage = None
-
-    def _stage(self) -> CompletingStage:
-        if self.stage is None:
-            raise EngineError("the model is not loaded yet")
-        return self.stage
+        self.stage.close()
+        self.stage = NotLoaded()
 
     # -- documents and folders (fanned out to the stores) --------------------------------------
     def set_workspace_folders(self, folders: Sequence[str]) -> None:
@@ -173,8 +169,7 @@ class Engine:
     def document_opened(self, request: CompletionRequest) -> None:
         """A document opened (the request: its start, no cursor yet). If no document holds the
         file prefix, this one's grows while idle (file_prefix.adopt). On the engine's thread."""
-        if self.stage is not None:
-            self.stage.opened(request)
+        self.stage.opened(request)
 
     def document_closed(self, document_id: str) -> None:
         """A closed document: every store releases what it held for it (the engine's thread:
@@ -244,7 +239,7 @@ class Engine:
             in_flight=self.stores.in_flight,
             totals=self.totals,
         )
-        generated = self._stage().complete(answer)  # in process or on the server
+        generated = self.stage.complete(answer)  # in process or on the server
         if generated is None:  # nothing to ask (an empty prompt), or the server's fault
             return Completion(text="", stats=answer.stats)
         return self._finish(answer, generated)
@@ -275,13 +270,13 @@ class Engine:
         """Idle time after an edit: evaluate the prompt for the place edited, so that a request
         there (or after more typing on the line) finds it in the KV cache. Returns the tokens
         evaluated; a cancel (any request) stops it between chunks, keeping what was done."""
-        return self.stage.prewarm(request, cancel) if self.stage is not None else 0
+        return self.stage.prewarm(request, cancel)
 
     @property
     def idle_work(self) -> bool:
         """Whether there is work for idle time: other files' definitions to parse, or the
         stage's (the file prefix to evaluate further, a context block to choose)."""
-        return self.stores.context.parsing or (self.stage is not None and self.stage.idle_work)
+        return self.stores.context.parsing or self.stage.idle_work
 
     def idle_step(self, cancel: CancelToken) -> int:
         """Idle time: the context stage parses what changed, then the completing stage takes
@@ -289,17 +284,14 @@ class Engine:
         if not self.idle_work:
             return 0
         self.stores.context.parse(lambda: cancel.cancelled)
-        stage = self.stage
-        if stage is None or cancel.cancelled or not self.idle_work:
+        if cancel.cancelled or not self.idle_work:
             return 0
-        return stage.idle_step(cancel)
+        return self.stage.idle_step(cancel)
 
     # -- what it reports -------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
-        data["cost_profile"] = None
-        if self.stage is not None:
-            data.update(self.stage.report())
+        data.update(self.stage.report())
         sources = self.stores.sources.report()
         if sources is not None:
             data["draft_sources"] = sources
@@ -318,7 +310,7 @@ class Engine:
 
     def ensure_profile(self, *, remeasure: bool = False) -> CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds; worker thread)."""
-        return self._stage().ensure_profile(remeasure=remeasure)
+        return self.stage.ensure_profile(remeasure=remeasure)
 
 
 def build_engine(settings: Settings, *, backend: str = "llama") -> Engine:
