@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         help="compare speculation policies and drafters; `bench NAME --help`: the others",
         epilog="spec-lsp bench NAME [ARGS...] runs another benchmark with its own arguments: "
-        "places, crossfile, kv-shift, fim, llama-server, remote, replay, policy-replay, "
+        "places, crossfile, kv-shift, fim, gate, llama-server, remote, replay, policy-replay, "
         "probe-cost, soak (bench/README.md)",
     )
     # the bench runs every drafter, policy and temperature itself: only the flags it honors

@@ -33,6 +33,7 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
+from spec_lsp.cache_dirs import cache_subdir
 from spec_lsp.gguf_meta import GGUFFormatError, check_header, read_metadata
 
 log = logging.getLogger(__name__)
@@ -102,10 +103,7 @@ class ModelFileError(Exception):
 
 def cache_dir() -> Path:
     """`$SPEC_LSP_MODELS_DIR`, else `$XDG_CACHE_HOME/spec-lsp/models`, else `~/.cache/...`."""
-    if os.environ.get("SPEC_LSP_MODELS_DIR"):
-        return Path(os.environ["SPEC_LSP_MODELS_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "spec-lsp" / "models"
+    return cache_subdir("models", "SPEC_LSP_MODELS_DIR")
 
 
 def default_model_path(key: str) -> Path:

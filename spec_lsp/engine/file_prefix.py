@@ -85,7 +85,8 @@ class FilePrefix:
         file prefix from the block on (the KV after a changed token is not reused)."""
         if (block is None and self.block is None) or (block is not None and block.same(self.block)):
             return False
-        self.block, self.pending = block, bool(self.document)
+        self.pending = bool(self.document)  # (before the block: a reader on another thread
+        self.block = block  # that sees the new block sees it pending, memory() reads it first)
         return True
 
     # -- a request ---------------------------------------------------------------------------
@@ -249,8 +250,9 @@ class FilePrefix:
         self.snapshot, self.pending, self.opened = None, False, False
 
     def memory(self) -> dict[str, Any]:
-        snapshot = self.snapshot
+        snapshot, block = self.snapshot, self.block
         return {
+            "block_tokens": sum(c.tokens for c in block.chunks) if block else 0,
             "documents": int(bool(self.document)),
             "anchor_line": self.anchor if self.document else None,
             "tokens": len(snapshot.tokens) if snapshot else 0,

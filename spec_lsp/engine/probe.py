@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from spec_lsp.cache_dirs import cache_subdir
 from spec_lsp.engine.types import EngineError
 
 log = logging.getLogger(__name__)
@@ -229,8 +230,7 @@ def probe_key(path: str, backend: str, gpu_layers: int) -> str:
 
 
 def probes_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("SPEC_LSP_PROBE_DIR", str(Path(base) / "spec-lsp" / "probes")))
+    return cache_subdir("probes", "SPEC_LSP_PROBE_DIR")
 
 
 def _cached(key: str) -> Verdict | None:

@@ -104,3 +104,11 @@ def top_probability(logits: np.ndarray) -> float:
     x = np.asarray(logits, dtype=np.float32)
     top = float(x.max())
     return float(1.0 / np.exp(x - top, dtype=np.float64).sum())
+
+
+def logprob(logits: np.ndarray, token: int) -> float:
+    """The log probability of `token` under the model's own distribution (softmax at
+    temperature 1): what a suggestion's confidence is read from."""
+    x = np.asarray(logits, dtype=np.float32)
+    top = float(x.max())
+    return float(x[token] - top - np.log(np.exp(x - top, dtype=np.float64).sum()))

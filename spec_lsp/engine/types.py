@@ -91,6 +91,9 @@ class DecodeStats:
     context_chunks: list[dict[str, Any]] = field(default_factory=list)
     context_tokens: int = 0
     context_cached_tokens: int = 0
+    # the target's log probability of each token generated (in process; not in to_dict): the
+    # suggestion's confidence is read from those of the text shown
+    token_logprobs: list[float] = field(default_factory=list, repr=False)
 
     @property
     def acceptance_rate(self) -> float:
@@ -102,6 +105,7 @@ class DecodeStats:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["token_logprobs"]
         data["acceptance_rate"] = round(self.acceptance_rate, 4)
         data["tokens_per_second"] = round(self.tokens_per_second, 2)
         return data

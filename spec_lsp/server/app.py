@@ -45,6 +45,7 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
     ]
     for method, options, handler in features:
         server.feature(method, options)(handler)
+    server.command(handlers.ACCEPTED_COMMAND)(handlers.accepted)
     return server
 
 

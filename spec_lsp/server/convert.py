@@ -21,6 +21,7 @@ from spec_lsp.engine import Completion, CompletionRequest, SamplingParams
 from spec_lsp.textdiff import common_prefix, common_suffix
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+ACCEPTED_COMMAND = "specLsp.accepted"  # an inline item's command: the client ran it on accept
 
 
 def clamp(document: TextDocument, position: lsp.Position) -> lsp.Position:
@@ -178,13 +179,21 @@ def to_inline_list(
     position: lsp.Position,
     completion: Completion | None,
     selected: lsp.SelectedCompletionInfo | None = None,
+    number: int | None = None,
 ) -> lsp.InlineCompletionList:
-    """One item with an explicit range (VS Code shows nothing without one), or no items."""
+    """One item with an explicit range (VS Code shows nothing without one), or no items. With
+    the suggestion's `number`, the item's command tells the server it was accepted (clients
+    run it on accept)."""
     if completion is None or not completion.text:
         return lsp.InlineCompletionList(items=[])
     edit_range, text = replaced_range(document, position, completion, selected)
+    command = (
+        lsp.Command(title="spec-lsp: accepted", command=ACCEPTED_COMMAND, arguments=[number])
+        if number is not None
+        else None
+    )
     return lsp.InlineCompletionList(
-        items=[lsp.InlineCompletionItem(insert_text=text, range=edit_range)]
+        items=[lsp.InlineCompletionItem(insert_text=text, range=edit_range, command=command)]
     )
 
 

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 STATS_METHOD = "specLsp/stats"
 DOCUMENT_METHOD = "specLsp/document"
 SECTION = "specLsp"
+ACCEPTED_COMMAND = convert.ACCEPTED_COMMAND
 
 
 async def inline_completion(
@@ -37,11 +38,13 @@ async def inline_completion(
     invoked = params.context is not None and (
         params.context.trigger_kind == lsp.InlineCompletionTriggerKind.Invoked
     )
+    ls.acceptance.asked(request.document_id, request.prefix, request.suffix)
     completion = await ls.scheduler.complete(request, invoked=invoked)
     still_open = ls.workspace.text_documents.get(unquote(params.text_document.uri)) is not None
     if completion is not None and completion.stats.cache != "typed_through" and still_open:
         ls.scheduler.precompute(request, completion)  # (a closed document's is released)
-    return convert.to_inline_list(document, position, completion, selected)
+    completion, number = ls.show(request, completion, invoked=invoked)
+    return convert.to_inline_list(document, position, completion, selected, number)
 
 
 async def completion(ls: SpecLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
@@ -78,6 +81,12 @@ def workspace_folders_changed(
     ls.scheduler.engine.set_workspace_folders(convert.local_paths(uris))
 
 
+def accepted(ls: SpecLanguageServer, *args: Any) -> None:
+    """The client ran an item's command: the person accepted it (ACCEPTED_COMMAND)."""
+    if len(args) == 1 and isinstance(args[0], int) and ls.acceptance.command(args[0]):
+        ls.check_retention()
+
+
 def watched_files_changed(ls: SpecLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
     changed, deleted = convert.file_events(params.changes)
     ls.scheduler.engine.files_changed(changed, deleted)
@@ -104,6 +113,7 @@ def document_changed(
     if document is None:
         return
     ls.scheduler.engine.document_changed(document.uri, document.source)
+    ls.acceptance.changed(document.uri, document.source)
     changes = getattr(params, "content_changes", None)
     units = document.position_codec.client_num_units  # (the negotiated encoding's)
     where = convert.after_edit(changes[-1], units) if changes else None
@@ -126,6 +136,8 @@ async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocume
     uri = params.text_document.uri
     engine = ls.scheduler.engine
     keys = {uri, unquote(uri)}  # whichever spelling the requests used
+    for key in keys:
+        ls.acceptance.closed(key)
 
     def close() -> None:
         for key in keys:
@@ -146,8 +158,10 @@ async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocume
 
 def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
     engine = ls.scheduler.engine
-    server = {"ready": engine.ready, "load_error": ls.load_error}
+    server = {"ready": engine.ready, "load_error": ls.load_error, "file_events": ls.file_events}
     data = {**engine.stats(), **ls.scheduler.stats(), **server}
+    ls.check_retention()
+    data["acceptance"] = ls.acceptance.report()
     documents = list(ls.workspace.text_documents.values())
     data["memory"]["open_documents"] = {
         "count": len(documents),

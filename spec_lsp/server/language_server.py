@@ -4,6 +4,7 @@ and reloading (with $/progress), and messages to the user. Handlers receive it a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import uuid
@@ -17,7 +18,8 @@ from pygls.workspace import TextDocument
 
 from spec_lsp import __version__, config
 from spec_lsp.config import Settings
-from spec_lsp.engine import Engine, EngineError, loading
+from spec_lsp.engine import Completion, CompletionRequest, Engine, EngineError, confidence, loading
+from spec_lsp.server.acceptance import RETENTION_S, Acceptance
 from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
 
@@ -36,6 +38,11 @@ class SpecLanguageServer(LanguageServer):
         self.folders: list[str] = []  # the workspace folders the editor named at initialize
         self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
         self._watcher: asyncio.Task[None] | None = None
+        # whether the client tells us of files changed on disk: "pending" until asked after the
+        # load, then "registered", "unsupported" (no dynamic registration) or "refused"
+        self.file_events = "pending"
+        self.acceptance = Acceptance(retention_s=retention_s())
+        self._retention_timer: asyncio.TimerHandle | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
@@ -57,6 +64,46 @@ class SpecLanguageServer(LanguageServer):
     def tell(self, message: str, kind: lsp.MessageType = lsp.MessageType.Warning) -> None:
         log.warning("%s", message)
         self.window_show_message(lsp.ShowMessageParams(type=kind, message=f"spec-lsp: {message}"))
+
+    # -- what is shown, and what becomes of it -------------------------------------------------
+    def show(
+        self, request: CompletionRequest, completion: Completion | None, *, invoked: bool
+    ) -> tuple[Completion | None, int | None]:
+        """The confidence gate on a suggestion the editor asked for as the person typed (one
+        they asked for is shown whole), then the record of what is shown: the completion to
+        answer with and its number (the item's command argument), or (None, None)."""
+        if completion is None or not completion.text:
+            return completion, None
+        document = request.document_id
+        threshold = 0.0 if invoked else self.settings.gate_threshold
+        last = self.acceptance.last_outcome(document)
+        text, assessed = confidence.gate(request, completion, threshold, last)
+        if not text.strip():
+            self.acceptance.hidden()
+            log.debug("%s: suggestion hidden (confidence %.2f)", document, assessed.score)  # type: ignore[union-attr]
+            return None, None
+        if text != completion.text:
+            completion = dataclasses.replace(completion, text=text)
+        score = assessed.score if assessed is not None else None
+        number = self.acceptance.shown(document, request.prefix, request.suffix, text, score)
+        self.check_retention()
+        return completion, number
+
+    def check_retention(self) -> None:
+        """Run the acceptance's retention checks that are due, and wake for the next one."""
+        self.acceptance.due(self._open_text)
+        if self._retention_timer is not None:
+            self._retention_timer.cancel()
+            self._retention_timer = None
+        due = self.acceptance.next_due()
+        if due is not None and not self.scheduler.closed:
+            delay = max(0.0, due - self.acceptance.clock())
+            loop = asyncio.get_running_loop()
+            self._retention_timer = loop.call_later(delay, self.check_retention)
+
+    def _open_text(self, uri: str) -> str | None:
+        document = self.workspace.text_documents.get(unquote(uri))
+        return document.source if document is not None else None
 
     # -- settings ----------------------------------------------------------------------------
     def configure(self, changes: Mapping[str, Any], *, origin: str) -> bool:
@@ -105,6 +152,7 @@ class SpecLanguageServer(LanguageServer):
         caps = self.client_capabilities.workspace
         watched = caps.did_change_watched_files if caps else None
         if not (watched and watched.dynamic_registration):
+            self.file_events = "unsupported"
             return
         options = lsp.DidChangeWatchedFilesRegistrationOptions(
             watchers=[lsp.FileSystemWatcher(glob_pattern="**/*")]
@@ -121,6 +169,9 @@ class SpecLanguageServer(LanguageServer):
             )
         except Exception as exc:  # the client refused or did not answer: no file events
             log.info("no file events: client/registerCapability failed: %r", exc)
+            self.file_events = "refused"
+            return
+        self.file_events = "registered"
 
     # -- the engine: load and reload on the engine thread ------------------------------------
     async def update_engine(self, *, reload: bool = False) -> None:
@@ -214,6 +265,17 @@ class SpecLanguageServer(LanguageServer):
                 loop.call_soon_threadsafe(self.work_done_progress.report, token, value)
 
         return report
+
+
+def retention_s() -> tuple[float, ...]:
+    """When accepted text is looked for again: RETENTION_S, or SPEC_LSP_RETENTION_S (seconds,
+    comma-separated: the tests' short clock)."""
+    raw = os.environ.get("SPEC_LSP_RETENTION_S", "")
+    try:
+        return tuple(float(part) for part in raw.split(",")) if raw else RETENTION_S
+    except ValueError:
+        log.warning("SPEC_LSP_RETENTION_S=%r is not seconds: using %s", raw, RETENTION_S)
+        return RETENTION_S
 
 
 def file_identity(path: str) -> FileIdentity:

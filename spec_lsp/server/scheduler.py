@@ -443,10 +443,11 @@ class Scheduler:
         not_ready + cancelled; errors counts engine crashes, answered empty), the latency
         of the answers that count (not the not-ready or superseded ones), and the work pending:
         requests not yet answered, generations running, jobs queued for the worker (all 0 when
-        idle)."""
+        idle); and whether the idle work (evaluating while the person reads) runs now."""
         latencies = sorted(self.latencies)
         return {
             "server_requests": dict(self.counts),
+            "idle_work_running": self._growing,
             "pending": {
                 "requests": sum(len(live) for live in self._live.values()),
                 "generations": len(self._jobs),

@@ -135,15 +135,29 @@ def send_inline(client: LanguageClient, msg_id: str, line: int, character: int, 
     )
 
 
+def record_registrations(client: LanguageClient) -> list[lsp.Registration]:
+    """Answer client/registerCapability as an editor does (a client that declares dynamic
+    registration must), keeping what the server registered."""
+    registered: list[lsp.Registration] = []
+
+    @client.feature(lsp.CLIENT_REGISTER_CAPABILITY)
+    def _register(params: lsp.RegistrationParams) -> None:
+        registered.extend(params.registrations)
+
+    return registered
+
+
 async def stats(client: LanguageClient) -> Any:
     return await client.protocol.send_request_async("specLsp/stats", None)
 
 
-async def wait_ready(client: LanguageClient, timeout: float = 20.0) -> None:
-    """The model loads in the background after `initialized`: wait until it has."""
+async def wait_ready(client: LanguageClient, timeout: float = 60.0) -> None:
+    """The model loads in the background after `initialized`: wait until it has, and until the
+    rest of the start is done (measuring this machine's costs where no profile is cached yet,
+    as on a fresh machine, then registering file watching): `file_events` is set last."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    while not (await stats(client)).ready:
+    while not ((numbers := await stats(client)).ready and numbers.file_events != "pending"):
         assert loop.time() < deadline, "the model never became ready"
         await asyncio.sleep(0.02)
 

@@ -21,6 +21,7 @@ from tests.e2e.conftest import (
     edit,
     inline,
     open_doc,
+    record_registrations,
     server_config,
     stats,
     wait_ready,
@@ -37,11 +38,16 @@ SHAPES_URI = (ROOT / "shapes.py").as_uri()
 BIG = Path(tempfile.mkdtemp(prefix="spec-lsp-context-big-"))
 
 
-async def begin(client: LanguageClient, folder: Path | None, **options: Any) -> None:
+async def begin(
+    client: LanguageClient, folder: Path | None, *, watch: bool = True, **options: Any
+) -> list[lsp.Registration]:
+    """Initialized and loaded, as an editor that can watch files for us (`watch`) and does;
+    returns what the server registered with it (filled by the time this returns)."""
     caps = capabilities()
     caps.workspace.did_change_watched_files = lsp.DidChangeWatchedFilesClientCapabilities(  # type: ignore[union-attr]
-        dynamic_registration=True
+        dynamic_registration=watch
     )
+    registered = record_registrations(client)
     folders = [lsp.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)] if folder else None
     await client.initialize_session(
         lsp.InitializeParams(
@@ -50,10 +56,11 @@ async def begin(client: LanguageClient, folder: Path | None, **options: Any) -> 
             initialization_options={"precompute": False, **options},
         )
     )
-    await wait_ready(client)
+    await wait_ready(client)  # (file watching is registered after the load)
+    return registered
 
 
-async def block(client: LanguageClient, want, timeout: float = 15.0) -> list[dict[str, Any]]:
+async def block(client: LanguageClient, want, timeout: float = 60.0) -> list[dict[str, Any]]:
     """The context block once `want(parts)` holds (it is chosen while idle)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -72,6 +79,17 @@ def paths(parts: list[dict[str, Any]]) -> set[str]:
     return {p["path"] for p in parts}
 
 
+async def block_in_kv(client: LanguageClient, parts: list[dict[str, Any]]) -> None:
+    """Until the file prefix opens with the block of `parts` and all of it is evaluated (the
+    stats show a block as soon as it is chosen, before the file prefix takes it)."""
+    tokens = sum(p["tokens"] for p in parts)
+    await poll(
+        client,
+        lambda s: s.memory.file_prefix.block_tokens == tokens and not s.memory.file_prefix.pending,
+        timeout=30,
+    )
+
+
 @pytest_lsp.fixture(config=server_config())
 async def tabs(lsp_client: LanguageClient):
     await begin(lsp_client, None)
@@ -88,7 +106,7 @@ async def test_a_tabs_definition_reaches_the_prompt_and_leaves_with_the_tab(tabs
     assert any(p["reason"] == "definition:polygon_area" for p in parts), parts
     assert all(p["tokens"] > 0 for p in parts), parts  # (each part's tokens, why, where)
     assert all("main.py" not in p["path"] for p in parts)  # never the file's own text
-    await poll(client, lambda s: not s.memory.file_prefix.pending)  # evaluated while idle
+    await block_in_kv(client, parts)  # while idle
     edit(client, (4, 11), (4, 11), "p", version=2, uri=MAIN_URI)
     await inline(client, 4, 12, uri=MAIN_URI)
     numbers = await stats(client)
@@ -127,14 +145,15 @@ async def test_a_closed_tabs_part_leaves_and_what_follows_is_moved_not_evaluated
     open_doc(client, UNITS, uri=UNITS_URI)
     open_doc(client, BOTH, uri=MAIN_URI, version=1)
     await inline(client, 7, 11, uri=MAIN_URI)
-    await block(client, lambda parts: paths(parts) == {"shapes.py", "units.py"})
-    await poll(client, lambda s: not s.memory.file_prefix.pending)
+    await block_in_kv(
+        client, await block(client, lambda parts: paths(parts) == {"shapes.py", "units.py"})
+    )
     before = (await stats(client)).file_prefix
     client.text_document_did_close(
         lsp.DidCloseTextDocumentParams(lsp.TextDocumentIdentifier(uri=SHAPES_URI))
     )
-    await block(client, lambda parts: paths(parts) == {"units.py"})  # (no request: while idle)
-    await poll(client, lambda s: not s.memory.file_prefix.pending)
+    # (no request: while idle)
+    await block_in_kv(client, await block(client, lambda parts: paths(parts) == {"units.py"}))
     after = (await stats(client)).file_prefix
     evaluated, moved = after.evaluated - before.evaluated, after.moved - before.moved
     rest = len(BOTH) + len(UNITS)  # (bytes: the fake's tokens) what follows the dropped part
@@ -175,6 +194,35 @@ async def test_a_workspace_file_on_disk_is_shown_and_its_edits_noticed(workspace
     )
     await inline(client, 4, 11, uri=MAIN_URI)
     await block(client, lambda parts: not any("polygon_area" in p["reason"] for p in parts))
+
+
+@pytest_lsp.fixture(config=server_config())
+async def watching(lsp_client: LanguageClient):
+    lsp_client.registered = await begin(lsp_client, ROOT)  # type: ignore[attr-defined]
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=server_config())
+async def not_watching(lsp_client: LanguageClient):
+    lsp_client.registered = await begin(lsp_client, ROOT, watch=False)  # type: ignore[attr-defined]
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_file_watching_is_registered_with_a_client_that_can(watching):
+    """Files changed on disk (a git checkout, a formatter) reach the context through the
+    client's watcher, registered once the model is loaded."""
+    registered = watching.registered
+    assert [r.method for r in registered] == [lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+    watchers = registered[0].register_options["watchers"]
+    assert [w["globPattern"] for w in watchers] == ["**/*"]
+    assert (await stats(watching)).file_events == "registered"
+
+
+async def test_file_watching_is_not_asked_of_a_client_that_cannot(not_watching):
+    assert not_watching.registered == []
+    assert (await stats(not_watching)).file_events == "unsupported"
 
 
 for i in range(30):

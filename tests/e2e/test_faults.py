@@ -23,7 +23,8 @@ MODELS = Path(tempfile.mkdtemp(prefix="spec-lsp-faults-"))
 GOOD = b"GGUF" + bytes(60)  # enough for the fake backend, which checks the magic only
 NOT_GGUF = MODELS / "not-a-model.gguf"
 REPLACED = MODELS / "replaced.gguf"
-RELOAD_S = 3 * MODEL_WATCH_S + 3  # changed, then unchanged for one check, then loaded
+# changed, then unchanged for one check, then loaded (~3 checks), with a busy machine's margin
+RELOAD_S = 3 * MODEL_WATCH_S + 30
 
 
 def write(path: Path, data: bytes) -> None:

@@ -4,8 +4,6 @@ accepted first one then come from there."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
@@ -46,20 +44,17 @@ busy_client = client_with(1)  # the budget runs out long before the first line i
 async def test_the_first_line_is_answered_and_the_rest_follows_from_the_cache(early_client):
     client = early_client
     open_doc(client, "class Point:\n", uri=URI)
-    loop = asyncio.get_running_loop()
-    started = loop.time()
     item = (await inline(client, 1, 0, uri=URI, kind=INVOKED)).items[0]
-    assert loop.time() - started < 3.0  # the whole: 64 passes of 60 ms, 3.8 s
     assert item.insert_text == FIRST  # one line: ~30 model passes, not 64
     assert (await stats(client)).server_requests.answered_early == 1
     edit(client, (1, 0), (1, 0), FIRST, version=2, uri=URI)  # Tab
-    started = loop.time()
     nxt = (await inline(client, 1, len(FIRST), uri=URI)).items[0]
     # the next line, as soon as the generation that went on has written it (the item replaces
-    # the typed line: its range starts at 0), not when it ends
+    # the typed line: its range starts at 0), not when it ends: from the generation in flight
     assert nxt.insert_text == FIRST + REST[: REST.index("\n", 1)]
-    assert nxt.range.start.character == 0 and loop.time() - started < 2.0
-    await asyncio.sleep(2.5)  # the generation has ended: the rest comes from the cache
+    assert nxt.range.start.character == 0
+    assert getattr((await stats(client)).cache_hits, "in_flight", 0) == 1
+    await settled(client)  # the generation has ended: the rest comes from the cache
     rest = (await inline(client, 1, len(FIRST), uri=URI)).items[0]
     assert rest.insert_text == FIRST + REST and rest.range.start.character == 0
     assert getattr((await stats(client)).cache_hits, "typed_through", 0) >= 1

@@ -27,10 +27,15 @@ WARMUP = 200
 RSS_GROWTH_MB = 15.0  # allowed between after the warm-up and after the 1,000
 # A request is answered once a newer one for its document arrives (superseded), if not before:
 # after the 4 requests sent between them, for the other documents (5 or 6 later requests are
-# sent before an answer arrives, here). 100 later requests are a second of them, 20 newer ones
-# for its own document that each should have answered it: a request still waiting then was
-# queued behind the others (and its answer time, a speed, is not asserted).
+# sent before an answer arrives, here). A request whose answer comes after those of 100 later
+# requests (20 newer ones for its own document that each should have answered it) was queued
+# behind the others. Counted in the order the server wrote its answers, which a stall of the
+# machine (a busy neighbour, a collection) does not change.
 OVERTAKEN_MAX = 100
+# And answers keep up with the typing: the median request is answered before 20 later requests
+# are sent (about 5 are, here). Counted in time: only a stall of half the run's 10 s fails it,
+# a backlog that grows with the load does.
+BEHIND_P50_MAX = 20
 # What each document's user types (the fake model continues these from its corpus).
 TYPING = {
     "file:///load/a.py": "def foo(x):\n    return x * 2\n",
@@ -180,6 +185,14 @@ def overtaken(peer: Peer, ids: list[str]) -> list[int]:
     return [bisect.bisect_right(sent, peer.answered_at[i]) - n - 1 for n, i in enumerate(ids)]
 
 
+def answered_ahead(peer: Peer, ids: list[str]) -> list[int]:
+    """For each request (`ids` in the order sent): how many later requests were answered before
+    it, in the order the answers arrived (the order the server wrote them)."""
+    rank = {msg_id: n for n, msg_id in enumerate(peer.arrived)}
+    ranks = [rank[i] for i in ids]
+    return [sum(later < mine for later in ranks[n + 1 :]) for n, mine in enumerate(ranks)]
+
+
 def answered_newer_first(peer: Peer, ids: list[str]) -> list[tuple[str, str]]:
     """(older, newer) requests for one document (`ids` in the order sent, the documents in
     turn, as `drive` sends them) whose answers arrived newer first."""
@@ -270,9 +283,11 @@ async def test_a_thousand_requests_in_ten_seconds():
         # at once if still waiting or running), never computed after it
         assert counts.get("superseded", 0) > 0  # (the load is heavy enough to need it)
         assert answered_newer_first(peer, ids) == []
-        # and answers keep up: none waited while the client sent a second of later requests
+        # none queued behind the others, and answers keep up with the typing
+        ahead = sorted(answered_ahead(peer, ids))
+        assert ahead[-1] <= OVERTAKEN_MAX, ahead[-20:]
         behind = sorted(overtaken(peer, ids))
-        assert behind[-1] <= OVERTAKEN_MAX, behind[-20:]
+        assert behind[len(behind) // 2] <= BEHIND_P50_MAX, behind[len(behind) // 2 :: 50]
 
         latencies = sorted(peer.answered_at[i] - peer.sent[i] for i in ids)
         p50, p95, worst = (latencies[int(q * (len(latencies) - 1))] for q in (0.5, 0.95, 1.0))
@@ -281,7 +296,8 @@ async def test_a_thousand_requests_in_ten_seconds():
             f"{len(cancelled)} cancelled; outcomes {counts}; answer latency p50 "
             f"{p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, max {worst * 1000:.0f} ms; later "
             f"requests sent before an answer p50 {behind[len(behind) // 2]}, p95 "
-            f"{behind[int(0.95 * (len(behind) - 1))]}, max {behind[-1]}; RSS "
+            f"{behind[int(0.95 * (len(behind) - 1))]}, max {behind[-1]}; later requests "
+            f"answered first max {ahead[-1]}; RSS "
             f"{rss_before:.1f} -> {rss_after:.1f} MB; threads {threads_before} -> {threads_after}"
         )
 

@@ -15,7 +15,7 @@ from tests.e2e.conftest import edit, inline, open_doc, send_inline, stats
 OTHER = "file:///work/other.py"
 
 
-async def poll(client: LanguageClient, ok, timeout: float = 5.0):
+async def poll(client: LanguageClient, ok, timeout: float = 30.0):
     """The stats once `ok(stats)` holds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -240,5 +241,11 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
     s = stats(nv)
     assert "acceptance_rate" in s and "tokens_per_second" in s, s
     assert s["requests"] >= 1
+    taken = s["acceptance"]["accepted"] + s["acceptance"]["partial"]
+    assert taken >= 1, s["acceptance"]  # the Tabs above, seen by the server
     nv.command("SpecLspStats")  # the user command runs (its answer arrives asynchronously)
-    print(nv.exec_lua("return require('spec_lsp').format_stats(...)", s))
+    line = nv.exec_lua("return require('spec_lsp').format_stats(...)", s)
+    print(line)
+    assert re.search(r"suggestions accepted \d+%", line), line
+    status = nv.exec_lua("require('spec_lsp').last_stats = ...; return require('spec_lsp').status()", s)
+    assert re.fullmatch(r"spec-lsp \d+% · [\d.]+ tok/s", status), status

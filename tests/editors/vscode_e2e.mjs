@@ -368,7 +368,8 @@ async function main() {
     result.screenshot = result.steps[0].screenshot;
 
     // Stats: the status bar (polled specLsp/stats) and the Show Stats command.
-    const after = await waitFor('stats with requests', async () => {
+    // (the suggestions accepted beside tok/s: a rate once the Tab above was seen)
+    const after = await waitFor('stats with the acceptance rate', async () => {
       const s = await statusText(page);
       return s && /\d+% · [\d.]+ tok\/s/.test(s.text) ? s : null;
     }, 15_000);
@@ -376,7 +377,7 @@ async function main() {
     await runCommand(page, 'spec-lsp: Show Stats');
     const toast = await waitFor('the stats notification', async () => {
       const texts = await page.locator('.notifications-toasts .notification-list-item-message').allTextContents();
-      return texts.find((t) => t.includes('acceptance'));
+      return texts.find((t) => t.includes('suggestions accepted'));
     }, 15_000);
     result.stats_message = toast;
     log('Show Stats:', toast);

@@ -18,7 +18,13 @@ ROOT = Path(__file__).resolve().parents[2] / "spec_lsp"
 
 # Top-level layers, lowest first: a module may import its own layer's modules and lower ones.
 TOP_LAYERS = [
-    {"spec_lsp", "spec_lsp.config", "spec_lsp.gguf_meta", "spec_lsp.textdiff"},
+    {
+        "spec_lsp",
+        "spec_lsp.config",
+        "spec_lsp.gguf_meta",
+        "spec_lsp.textdiff",
+        "spec_lsp.cache_dirs",
+    },
     {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)
     {"spec_lsp.engine"},
     {"spec_lsp.server", "spec_lsp.bench", "spec_lsp.doctor"},
@@ -43,6 +49,7 @@ ENGINE_LAYERS = [
         "file_prefix",
         "stores",
         "answer",
+        "confidence",
     },
     # the stages that complete a request: in process, and the remote engine in one folder
     # (client, stream, prompt, tokens, health, connect, its stage)

@@ -216,7 +216,7 @@ def _document(i: int, lines: int = 100) -> str:
     return "".join(f"value_{i}_{j} = compute({j}, {i})\n" for j in range(lines))
 
 
-def test_workspace_index_is_bounded_by_characters():
+def test_the_open_documents_are_bounded_by_characters():
     size = len(_document(0))
     index = OpenDocuments(max_chars=10 * size + size // 2)
     index.active = "current"

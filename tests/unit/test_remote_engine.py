@@ -143,20 +143,20 @@ def test_typed_through_and_precompute_work_as_in_process(stub):
 
 
 def test_cancelling_closes_the_stream_at_once(stub):
-    stub.pieces = ["x"] * 200
+    stub.pieces = ["x"] * 600  # 30 s of stream (a loaded machine keeps the bounds below)
     stub.delay_s = 0.05
-    engine = remote(stub.url, [], max_tokens=256, multiline="always")
+    engine = remote(stub.url, [], max_tokens=512, multiline="always")
     cancel = CancelToken()
     threading.Timer(0.4, cancel.cancel).start()
     started = time.monotonic()
     with pytest.raises(Exception) as err:
         engine.complete(REQUEST, cancel)
     assert type(err.value).__name__ == "Cancelled"
-    assert time.monotonic() - started < 1.0  # not the 10 s the whole stream takes
-    deadline = time.monotonic() + 2
+    assert time.monotonic() - started < 8.0  # not the 25 s that 512 chunks take
+    deadline = time.monotonic() + 20
     while not stub.closed_early and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert stub.closed_early and stub.closed_early[0] < 20  # the server saw the client go
+    assert stub.closed_early and stub.closed_early[0] < 200  # the server saw the client go
     engine.close()
 
 
@@ -196,10 +196,10 @@ def test_a_fault_is_told_once_and_recovery_is_by_itself(stub, mode, status, word
 def test_slow_first_byte_is_a_timeout_naming_the_setting(stub):
     told: list[str] = []
     engine = remote(stub.url, told, remote_timeout_ms=300)
-    stub.mode, stub.first_byte_s = "slow", 1.0
+    stub.mode, stub.first_byte_s = "slow", 20.0
     started = time.monotonic()
     assert engine.complete(REQUEST, CancelToken()).text == ""
-    assert time.monotonic() - started < 0.9
+    assert time.monotonic() - started < 10.0  # the timeout, not the 20 s first byte
     assert len(told) == 1 and "remoteTimeoutMs" in told[0] and stub.url in told[0]
     engine.close()
 
@@ -220,9 +220,11 @@ def test_down_at_start_then_up_recovers_without_a_second_message():
     engine = remote(f"http://127.0.0.1:{port}", told, remote_connect_timeout_ms=500)
     assert engine.ready and len(told) == 1
     assert f"127.0.0.1:{port}" in told[0] and "start the server" in told[0]
-    started = time.monotonic()
-    assert engine.complete(REQUEST, CancelToken()).text == ""  # inside the backoff: at once
-    assert time.monotonic() - started < 0.05
+    assert engine.stage.remote is not None
+    health = engine.stage.remote.health
+    health.retry_at = time.monotonic() + 600  # (inside the backoff however slow the machine)
+    assert engine.complete(REQUEST, CancelToken()).text == ""  # inside the backoff: at once,
+    assert health.failures == 1 and len(told) == 1  # without trying the server again
     assert engine.stats()["remote"]["state"] == "failing"
     engine.close()
 
@@ -303,7 +305,7 @@ def test_the_window_budget_follows_the_servers_token_counts(stub):
         engine.complete(
             CompletionRequest(prefix=f"v{i} = [{i}" * 40, document_id="d"), CancelToken()
         )
-    deadline = time.monotonic() + 5  # (counted off the requests' path)
+    deadline = time.monotonic() + 30  # (counted off the requests' path)
     while engine.stage.remote.tokens.chars_per_token > 2.2 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert engine.stage.remote.tokens.chars_per_token < 2.2  # the estimate follows
@@ -335,7 +337,7 @@ def test_the_window_holds_what_the_servers_tokenizer_counts_once_it_has_counted(
     request = CompletionRequest(prefix=lines + "x = ", document_id="d")
     engine.complete(request, CancelToken())
     estimated = stub.completions[-1]["prompt"].count("\n")
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     while engine.stage.remote.tokens.snapshot()["known"] < 5 and time.monotonic() < deadline:
         time.sleep(0.02)
     engine.complete(request, CancelToken())
@@ -480,7 +482,10 @@ def test_window_counts_are_never_asked_while_an_answer_streams(stub):
     for i in range(6):
         request = CompletionRequest(prefix=lines * (i + 1) + "y = ", document_id=f"d{i}")
         engine.complete(request, CancelToken())
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30  # (the counting goes on after the last answer)
+    while sum(path == "/tokenize" for path, _b, _e in stub.spans) <= 3:
+        assert time.monotonic() < deadline, "the window's lines were never counted"
+        time.sleep(0.05)
     engine.close()
     streams = [(b, e) for path, b, e in stub.spans if path == "/v1/completions"]
     counts = [(b, e) for path, b, e in stub.spans if path == "/tokenize"]

@@ -75,7 +75,7 @@ def req(prefix: str, document: str = "file:///a.py") -> CompletionRequest:
     return CompletionRequest(prefix=prefix, document_id=document)
 
 
-async def until(condition, timeout: float = 2.0) -> None:
+async def until(condition, timeout: float = 20.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():

@@ -17,7 +17,15 @@ const STATS_METHOD = 'specLsp/stats';
 const RESTART_KEYS = ['serverCommand', 'serverArgs', 'serverEnv', 'languages'];
 
 /** The subset of `specLsp/stats` the status bar reads (the server sends more). */
+interface Acceptance {
+  shown?: number;
+  accepted?: number;
+  partial?: number;
+  rate?: number | null;
+}
+
 interface Stats {
+  acceptance?: Acceptance;
   acceptance_rate?: number;
   tokens_per_second?: number;
   requests?: number;
@@ -226,13 +234,21 @@ async function showStats(): Promise<void> {
   }
 }
 
+/** The share of decided suggestions the person accepted (whole or in part), or '-'. */
+function keptRate(stats: Stats): string {
+  const rate = stats.acceptance?.rate;
+  return rate == null ? '-' : `${Math.round(rate * 100)}%`;
+}
+
 function summary(stats: Stats): string {
   const pct = Math.round((stats.acceptance_rate ?? 0) * 100);
   const tps = (stats.tokens_per_second ?? 0).toFixed(1);
   const p50 = stats.latency_ms_p50 == null ? '-' : `${stats.latency_ms_p50} ms`;
+  const a: Acceptance = stats.acceptance ?? {};
   return (
-    `acceptance ${pct}% (${stats.accepted ?? 0}/${stats.drafted ?? 0} drafted), ` +
-    `${tps} tok/s, ${stats.requests ?? 0} completions, p50 latency ${p50}`
+    `suggestions accepted ${keptRate(stats)} (${(a.accepted ?? 0) + (a.partial ?? 0)}/` +
+    `${a.shown ?? 0} shown), drafts accepted ${pct}% (${stats.accepted ?? 0}/` +
+    `${stats.drafted ?? 0}), ${tps} tok/s, ${stats.requests ?? 0} completions, p50 latency ${p50}`
   );
 }
 
@@ -252,8 +268,8 @@ function updateStatus(stats?: Stats): void {
     status.text = '$(sync~spin) spec-lsp: loading model';
     status.tooltip = 'spec-lsp is loading its models (completions start when they are ready)';
   } else if (stats) {
-    const pct = Math.round((stats.acceptance_rate ?? 0) * 100);
-    status.text = `$(sparkle) ${pct}% · ${(stats.tokens_per_second ?? 0).toFixed(1)} tok/s`;
+    // the person's acceptance of the suggestions beside the speed
+    status.text = `$(sparkle) ${keptRate(stats)} · ${(stats.tokens_per_second ?? 0).toFixed(1)} tok/s`;
     status.tooltip = `spec-lsp: ${summary(stats)}\nmodels: ${(stats.models ?? []).join(', ') || '-'}`;
   } else if (!status.text.startsWith('$(sparkle)')) {
     status.text = '$(sparkle) spec-lsp';

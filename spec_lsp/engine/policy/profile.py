@@ -15,6 +15,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from spec_lsp.cache_dirs import cache_subdir
+
 log = logging.getLogger(__name__)
 
 BATCH_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32)
@@ -124,8 +126,7 @@ def profile_key(model_path: str, *, threads: int | None, backend: str, drafter: 
 
 
 def profiles_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("SPEC_LSP_PROFILE_DIR", str(Path(base) / "spec-lsp" / "profiles")))
+    return cache_subdir("profiles", "SPEC_LSP_PROFILE_DIR")
 
 
 def load_cached(key: str) -> CostProfile | None:

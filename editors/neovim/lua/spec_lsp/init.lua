@@ -57,14 +57,39 @@ function M.stats(callback)
     return
   end
   client_call(client, 'request', 'specLsp/stats', vim.empty_dict(), function(err, result)
+    if not err then
+      M.last_stats = result
+    end
     callback(err and (err.message or vim.inspect(err)) or nil, result)
   end)
 end
 
+--- The share of decided suggestions the person accepted (whole or in part), or '-'.
+function M.kept_rate(s)
+  local a = s.acceptance or {}
+  if a.rate == nil or a.rate == vim.NIL then
+    return '-'
+  end
+  return string.format('%d%%', math.floor(a.rate * 100 + 0.5))
+end
+
+--- For a statusline: the suggestions accepted beside tokens/s (from the last stats asked).
+function M.status()
+  local s = M.last_stats
+  if not s then
+    return ''
+  end
+  return string.format('spec-lsp %s · %.1f tok/s', M.kept_rate(s), s.tokens_per_second or 0)
+end
+
 function M.format_stats(s)
   local p50 = s.latency_ms_p50 == vim.NIL and '-' or tostring(s.latency_ms_p50 or '-')
+  local a = s.acceptance or {}
   return string.format(
-    'spec-lsp: acceptance %d%% (%d/%d drafted), %.1f tok/s, %d completions, p50 %s ms, models: %s',
+    'spec-lsp: suggestions accepted %s (%d/%d shown), drafts accepted %d%% (%d/%d), %.1f tok/s, %d completions, p50 %s ms, models: %s',
+    M.kept_rate(s),
+    (a.accepted or 0) + (a.partial or 0),
+    a.shown or 0,
     math.floor((s.acceptance_rate or 0) * 100 + 0.5),
     s.accepted or 0,
     s.drafted or 0,

@@ -1,0 +1,246 @@
+"""The confidence gate (engine/confidence.py): fitted on one set of held-out lines, measured on
+another.
+
+Lines of real modules of the running interpreter's standard library, chosen by a rule
+(fim_quality.candidate_lines: over 25 characters after line 20, no comment, def, class or
+decorator, docstring prose included; a seeded sample of LINES_PER_MODULE per module), each emptied after its indentation and asked for as an
+Automatic request through the engine (the default model, in process; cache off, so each is
+asked cold). A suggestion is good if its first line is what the line holds, or a prefix of it
+(a person who types that line accepts it). FIT modules give the data the logistic model is fitted
+on; TEST modules, never seen by the fit, give the curve: over the threshold, the precision of
+what is shown and the share of the good suggestions still shown (in whole or as its first
+words).
+
+    .venv/bin/python -m spec_lsp.bench.gate            # asks (~15 min), fits, measures
+    .venv/bin/python -m spec_lsp.bench.gate --refit    # again from the saved asks
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from spec_lsp.bench.common import ROOT, log, read_results, write_results
+from spec_lsp.bench.fim_quality import candidate_lines
+from spec_lsp.config import Settings
+from spec_lsp.engine import CancelToken, CompletionRequest, build_engine, confidence
+from spec_lsp.engine.types import Completion, DecodeStats
+
+FIT = ["textwrap.py", "json/decoder.py", "csv.py", "shlex.py", "fractions.py", "heapq.py"]
+FIT += ["bisect.py", "difflib.py"]
+TEST = ["calendar.py", "configparser.py", "ipaddress.py", "statistics.py", "tokenize.py"]
+TEST += ["pprint.py", "gettext.py", "locale.py"]
+LINES_PER_MODULE = 6
+RESULTS = ROOT / "bench" / "results"
+THRESHOLDS = [round(0.05 * i, 2) for i in range(0, 20)]
+
+
+def lines(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str, str]]:
+    """The held-out places: (module, text before the cursor, after it, the line's text)."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    rng = random.Random(seed)
+    found = []
+    for name in modules:
+        text = (root / name).read_text().splitlines(keepends=True)
+        candidates = candidate_lines(text)
+        for i in sorted(rng.sample(candidates, min(per_module, len(candidates)))):
+            indent = text[i][: len(text[i]) - len(text[i].lstrip())]
+            found.append(
+                {
+                    "module": name,
+                    "prefix": "".join(text[:i]) + indent,
+                    "suffix": "\n" + "".join(text[i + 1 :]),
+                    "line": text[i].strip(),
+                }
+            )
+    return found
+
+
+def good(shown: str, line: str) -> bool:
+    first = shown.split("\n", 1)[0].strip()
+    return bool(first) and line.startswith(first)
+
+
+def ask(places: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]]:
+    """Each place asked once (Automatic), with what the gate would read of the answer."""
+    engine = build_engine(settings)
+    engine.load()
+    asked = []
+    try:
+        for n, place in enumerate(places, 1):
+            request = CompletionRequest(
+                prefix=place["prefix"],
+                suffix=place["suffix"],
+                document_id=f"bench://{place['module']}",
+                file_name=place["module"],
+                language="python",
+                max_tokens=48,
+                multiline=False,
+            )
+            started = time.perf_counter()
+            completion = engine.complete(request, CancelToken())
+            lps = confidence.shown_logprobs(completion)
+            asked.append(
+                {
+                    **{k: place[k] for k in ("module", "line")},
+                    "before": place["prefix"][-2000:],  # (what the features read of the place)
+                    "after": place["suffix"][:200],
+                    "text": completion.text,
+                    "raw": completion.raw_text,
+                    "logprobs": completion.stats.token_logprobs,
+                    "features": confidence.features(
+                        request.prefix, request.suffix, completion.text, lps
+                    )
+                    if lps
+                    else None,
+                    "good": good(completion.text, place["line"]),
+                    "exact": completion.text.strip() == place["line"],
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+            log(f"{n:3d}/{len(places)} good={asked[-1]['good']} {place['line'][:50]!r}")
+    finally:
+        engine.close()
+    return asked
+
+
+def fit(rows: list[dict[str, Any]], l2: float = 1.0) -> tuple[float, dict[str, float]]:
+    """Logistic regression (Newton's method, L2 on the weights, not the bias) of good ~
+    features."""
+    usable = [(r, f) for r in rows if (f := features_of(r)) is not None]
+    x = np.array([[f[name] for name in confidence.FEATURES] for _r, f in usable], np.float64)
+    y = np.array([float(r["good"]) for r, _f in usable])
+    x = np.hstack([np.ones((len(x), 1)), x])
+    w = np.zeros(x.shape[1])
+    penalty = np.eye(x.shape[1]) * l2
+    penalty[0, 0] = 0.0
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -60, 60)))
+        gradient = x.T @ (p - y) + penalty @ w
+        hessian = x.T @ (x * (p * (1 - p))[:, None]) + penalty + np.eye(len(w)) * 1e-6
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return float(w[0]), {f: float(v) for f, v in zip(confidence.FEATURES, w[1:])}
+
+
+def features_of(row: dict[str, Any]) -> dict[str, float] | None:
+    """The row's features as the current code reads them (a refit follows feature changes)."""
+    lps = confidence.shown_logprobs(_completion(row))
+    if not lps or not row["text"]:
+        return None
+    return confidence.features(row["before"], row["after"], row["text"], lps)
+
+
+def _completion(row: dict[str, Any]) -> Completion:
+    return Completion(
+        text=row["text"], stats=_stats(row["logprobs"]), raw_text=row["raw"] or row["text"]
+    )
+
+
+def gated(row: dict[str, Any], threshold: float) -> str:
+    """What the gate shows of the asked row at `threshold` (the shipped weights)."""
+    request = CompletionRequest(prefix=row["before"], suffix=row["after"])
+    text, _confidence = confidence.gate(request, _completion(row), threshold)
+    return text
+
+
+def _stats(logprobs: list[float]) -> DecodeStats:
+    return DecodeStats(token_logprobs=list(logprobs))
+
+
+def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
+    """Per threshold: shown, good shown (whole or its first words), wrong shown, precision and
+    the share of the good suggestions still shown."""
+    all_good = sum(r["good"] for r in rows if r["text"].strip())
+    points = []
+    for threshold in THRESHOLDS:
+        shown = [(r, gated(r, threshold)) for r in rows]
+        shown = [(r, text) for r, text in shown if text.strip()]
+        right = sum(good(text, r["line"]) for r, text in shown)
+        points.append(
+            {
+                "threshold": threshold,
+                "shown": len(shown),
+                "good": right,
+                "wrong": len(shown) - right,
+                "precision": right / len(shown) if shown else math.nan,
+                "kept": right / all_good if all_good else math.nan,
+            }
+        )
+    return points
+
+
+def render(points: list[dict[str, float]], default: float, title: str) -> str:
+    base = points[0]
+    lines_ = [
+        f"### {title}",
+        "",
+        "| threshold | shown | good | wrong | precision | good kept | wrong cut |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in points:
+        mark = " **(default)**" if math.isclose(p["threshold"], default) else ""
+        cut = 1 - p["wrong"] / base["wrong"] if base["wrong"] else math.nan
+        lines_.append(
+            f"| {p['threshold']:.2f}{mark} | {p['shown']} | {p['good']} | {p['wrong']} | "
+            f"{p['precision']:.0%} | {p['kept']:.0%} | {cut:.0%} |"
+        )
+    return "\n".join(lines_) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--refit", action="store_true", help="from the saved asks")
+    parser.add_argument("--per-module", type=int, default=LINES_PER_MODULE)
+    parser.add_argument("--model", default=None, help="GGUF (default: the default model)")
+    parser.add_argument("--out", type=Path, default=RESULTS / "gate")
+    args = parser.parse_args()
+    raw = args.out.with_suffix(".json.gz")
+    if args.refit:
+        data = read_results(raw)
+    else:
+        settings = Settings(
+            drafter="none",
+            prefix_tokens=256,
+            suffix_tokens=96,
+            file_prefix_tokens=0,
+            context_tokens=0,
+            cache=False,
+            precompute=False,
+            multiline="never",
+            **({"model": args.model} if args.model else {}),
+        )
+        places = {"fit": lines(FIT, args.per_module), "test": lines(TEST, args.per_module)}
+        data = {name: ask(group, settings) for name, group in places.items()}
+        write_results(raw, data)
+    bias, weights = fit(data["fit"])
+    log(f"fitted: BIAS = {bias:.3f}\nWEIGHTS = {weights}")
+    confidence.BIAS, confidence.WEIGHTS = bias, weights  # (the curves: the fitted model)
+    fit_points, test_points = curve(data["fit"]), curve(data["test"])
+    default = Settings().gate_threshold
+    report = (
+        f"# The confidence gate\n\n`python -m spec_lsp.bench.gate{' --refit' if args.refit else ''}`"
+        f": {len(data['fit'])} lines of {len(FIT)} modules to fit, {len(data['test'])} of "
+        f"{len(TEST)} others to measure; good = the first line shown is the line or a prefix "
+        f"of it.\n\nFitted: BIAS = {bias:.3f}, WEIGHTS = "
+        + ", ".join(f"{k} {v:+.3f}" for k, v in weights.items())
+        + "\n\n"
+        + render(test_points, default, "Held-out modules (not fitted on)")
+        + "\n"
+        + render(fit_points, default, "The modules fitted on")
+    )
+    args.out.with_suffix(".md").write_text(report)
+    print(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+"""How likely a suggestion is to be kept, from what the engine already has: the target's token
+probabilities for the text shown, its length, whether it repeats a line around it, the place
+(end of line, inside a word, after an opener) and what the person did with the last one here.
+
+A logistic model over those features, fitted offline (`spec-lsp bench gate`, on held-out lines
+the gate is then measured on apart) and shipped as the numbers in WEIGHTS. The gate shows an
+Automatic suggestion whose score clears the threshold, else its longest first words that do,
+else nothing; an Invoked one is always shown (the person asked).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from spec_lsp.engine.types import Completion, CompletionRequest
+
+FEATURES = (
+    "mean_logprob",  # of the tokens shown
+    "min_logprob",
+    "log_chars",  # log(1 + characters shown)
+    "repeats_line",  # the first line shown equals one of the 3 lines above or below
+    "end_of_line",  # nothing but spaces after the cursor on its line
+    "in_word",  # a word character either side of the cursor
+    "after_opener",  # the last character before the cursor opens something: ( [ { , = :
+    "last_accepted",  # the last suggestion in this document was accepted (whole or in part)
+    "last_rejected",
+)
+# fitted by `spec-lsp bench gate` (see bench/README.md); BIAS first
+BIAS = 1.2
+WEIGHTS = {
+    "mean_logprob": 1.0,
+    "min_logprob": 0.35,
+    "log_chars": -0.15,
+    "repeats_line": -1.0,
+    "end_of_line": 0.3,
+    "in_word": -0.3,
+    "after_opener": 0.0,
+    "last_accepted": 0.0,
+    "last_rejected": 0.0,
+}
+OPENERS = "([{,=:"
+WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class Confidence:
+    score: float  # the estimated probability that the suggestion is right
+    features: dict[str, float]
+
+
+def features(
+    prefix: str,
+    suffix: str,
+    text: str,
+    logprobs: Sequence[float],
+    last_outcome: str | None = None,
+) -> dict[str, float]:
+    """The features of showing `text` at the cursor (`prefix`|`suffix`), whose tokens had
+    `logprobs` under the target."""
+    lps = list(logprobs) or [0.0]
+    line_start = prefix.rfind("\n") + 1
+    around = prefix[:line_start].splitlines()[-3:] + suffix.split("\n")[1:4]
+    first = (prefix[line_start:] + text).split("\n", 1)[0].strip()
+    rest_of_line = suffix.split("\n", 1)[0]
+    before = prefix[-1:] if prefix else ""
+    last_char = prefix.rstrip(" \t")[-1:] if prefix.strip() else ""
+    return {
+        "mean_logprob": sum(lps) / len(lps),
+        "min_logprob": min(lps),
+        "log_chars": math.log1p(len(text)),
+        "repeats_line": float(bool(first) and any(line.strip() == first for line in around)),
+        "end_of_line": float(not rest_of_line.strip()),
+        "in_word": float(bool(WORD.match(before)) and bool(WORD.match(suffix[:1]))),
+        "after_opener": float(bool(last_char) and last_char in OPENERS),
+        "last_accepted": float(last_outcome in ("accepted", "partial", "typed_through")),
+        "last_rejected": float(last_outcome == "rejected"),
+    }
+
+
+def score(values: dict[str, float]) -> float:
+    z = BIAS + sum(WEIGHTS[name] * values[name] for name in FEATURES)
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def shown_logprobs(completion: Completion, chars: int | None = None) -> list[float]:
+    """The log probabilities of the tokens that make the first `chars` characters of the text
+    shown (all of it by default), apportioned by characters over the generated text."""
+    lps = completion.stats.token_logprobs
+    raw = completion.raw_text or completion.text
+    if not lps or not raw:
+        return []
+    start = len(completion.typed)  # (typed into an earlier suggestion: not shown again)
+    end = start + (len(completion.text) if chars is None else chars)
+    per_token = len(raw) / len(lps)
+    first = min(len(lps) - 1, int(start / per_token))
+    last = max(first + 1, math.ceil(end / per_token))
+    return list(lps[first:last])
+
+
+def assess(
+    request: CompletionRequest, completion: Completion, last_outcome: str | None = None
+) -> Confidence | None:
+    """The suggestion's confidence, or None where the engine has no token probabilities for it
+    (answers from the typed-through or in-flight caches, remote servers that send none)."""
+    lps = shown_logprobs(completion)
+    if not lps or not completion.text:
+        return None
+    values = features(request.prefix, request.suffix, completion.text, lps, last_outcome)
+    return Confidence(score(values), values)
+
+
+def gate(
+    request: CompletionRequest,
+    completion: Completion,
+    threshold: float,
+    last_outcome: str | None = None,
+) -> tuple[str, Confidence | None]:
+    """The text to show of an Automatic suggestion: all of it if its score clears `threshold`,
+    else its longest first words that do, else "" (and the confidence of what is shown, or of
+    the whole where nothing is)."""
+    whole = assess(request, completion, last_outcome)
+    if whole is None or threshold <= 0 or whole.score >= threshold:
+        return completion.text, whole
+    for cut in reversed(word_ends(completion.text)):
+        part = completion.text[:cut]
+        lps = shown_logprobs(completion, cut)
+        values = features(request.prefix, request.suffix, part, lps, last_outcome)
+        if score(values) >= threshold:
+            return part, Confidence(score(values), values)
+    return "", whole
+
+
+def word_ends(text: str) -> list[int]:
+    """Where the first line's words end (shorter parts to offer), the whole excluded."""
+    line = text.split("\n", 1)[0]
+    ends = [m.end() for m in re.finditer(r"\s*\S+", line)]
+    return [end for end in ends if end < len(text)]

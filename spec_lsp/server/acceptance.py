@@ -1,0 +1,227 @@
+"""What people do with the suggestions shown, seen from the document (any client) and, where
+the client runs the item's command on accept, from that too.
+
+After a suggestion is shown at a place, the next changes there tell its fate:
+- accepted: the whole of it inserted by one change (Tab);
+- partial: a part of it (a word, a line) inserted by one change, then the rest left;
+- typed_through: the person typed its characters one at a time, at least one of them;
+- rejected: something else typed, an edit elsewhere, a request at another place (the cursor
+  moved away), or a request at the same place with nothing typed (dismissed, asked again).
+A suggestion the gate hid is counted apart (`hidden`). Accepted text (whole, partial or typed
+through) is looked for again RETENTION_S later: still there if the closest stretch of the
+document near its place is within half its length in edit distance (as Copilot checks).
+
+Pure bookkeeping on strings and a clock: the server feeds it what the editor sent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+RETENTION_S = (30.0, 120.0)
+OUTCOMES = ("accepted", "partial", "typed_through", "rejected")
+HISTORY = 8  # outcomes kept per document (the confidence reads the latest)
+KEPT_MAX = 256  # accepted texts waiting for their retention checks
+NEEDLE_MAX = 120  # characters of an accepted text compared (the check's cost: needle x window)
+WINDOW = 600  # characters either side of its place searched (edits above move it)
+
+
+@dataclass
+class Shown:
+    """A suggestion on screen: what the document held around the cursor, and what it inserts."""
+
+    number: int
+    document: str
+    before: str  # the document's text before the cursor when shown
+    after: str  # and after it
+    text: str  # what the suggestion inserts at the cursor
+    confidence: float | None = None
+    progress: int = 0  # characters of it in the document so far (typed or accepted in part)
+    typed: int = 0  # of those, typed one at a time
+
+
+@dataclass
+class Kept:
+    """Accepted text to look for at its retention checks."""
+
+    document: str
+    text: str
+    offset: int  # where it began in the document
+    due: list[float] = field(default_factory=list)  # the clock times of the checks left
+    checked: int = 0  # checks done (index into RETENTION_S)
+
+
+class Acceptance:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        retention_s: tuple[float, ...] = RETENTION_S,
+    ) -> None:
+        self.clock = clock
+        self.retention_s = retention_s
+        self.counts: Counter[str] = Counter()
+        self.pending: dict[str, Shown] = {}  # per document: the suggestion shown last
+        self.kept: deque[Kept] = deque(maxlen=KEPT_MAX)
+        self.history: dict[str, deque[str]] = {}
+        self._numbers = 0
+
+    # -- events ----------------------------------------------------------------------------
+    def shown(
+        self, document: str, before: str, after: str, text: str, confidence: float | None = None
+    ) -> int:
+        """A suggestion was answered for the document; returns its number (the command's
+        argument). The rest of one being typed through is the same suggestion, not a new one."""
+        old = self.pending.get(document)
+        if old is not None and old.progress and after == old.after:
+            typed_so_far = old.text[: old.progress]
+            if before == old.before + typed_so_far and text == old.text[old.progress :]:
+                old.before, old.text, old.progress = before, text, 0  # (typed counts on)
+                return old.number
+        if old is not None:
+            self._end(old, "typed_through" if old.typed else "rejected")
+        self._numbers += 1
+        self.pending[document] = Shown(self._numbers, document, before, after, text, confidence)
+        self.counts["shown"] += 1
+        return self._numbers
+
+    def hidden(self) -> None:
+        """The gate kept a suggestion off the screen."""
+        self.counts["hidden"] += 1
+
+    def asked(self, document: str, before: str, after: str) -> None:
+        """A new request for the document: at the place being typed through, nothing ends; at
+        the very place shown with nothing typed, the suggestion was dismissed; elsewhere, the
+        cursor moved away."""
+        shown = self.pending.get(document)
+        if shown is None:
+            return
+        if after == shown.after and before == shown.before + shown.text[: shown.progress]:
+            if shown.progress:
+                return
+        self._end(shown, "typed_through" if shown.typed else "rejected")
+
+    def changed(self, document: str, text: str) -> None:
+        """The document's text after an edit."""
+        shown = self.pending.get(document)
+        if shown is None:
+            return
+        head, tail = len(shown.before), len(text) - len(shown.after)
+        if tail < head or not (text.startswith(shown.before) and text.endswith(shown.after)):
+            self._end(shown, "typed_through" if shown.typed else "rejected")  # edited elsewhere
+            return
+        inserted = text[head:tail]
+        step = len(inserted) - shown.progress  # what this change added at the place
+        if inserted.startswith(shown.text):
+            if step == 1 and len(inserted) == len(shown.text):
+                shown.typed += 1
+            self._end(shown, "typed_through" if step == 1 else "accepted", len(shown.text))
+        elif shown.text.startswith(inserted) and inserted.startswith(shown.text[: shown.progress]):
+            if step > 1:
+                self._end(shown, "partial", len(inserted))
+            elif step == 1:
+                shown.progress, shown.typed = len(inserted), shown.typed + 1
+            else:  # (deleted back towards the place: still the suggestion's text)
+                shown.progress = len(inserted)
+        else:
+            self._end(shown, "typed_through" if shown.typed else "rejected")
+
+    def command(self, number: int) -> bool:
+        """The client ran the item's command: it was accepted (VS Code, Neovim 0.12). Returns
+        whether it was still pending (the edit may have told it first)."""
+        for shown in list(self.pending.values()):
+            if shown.number == number:
+                self._end(shown, "accepted", len(shown.text))
+                return True
+        return False
+
+    def closed(self, document: str) -> None:
+        shown = self.pending.pop(document, None)
+        if shown is not None:
+            self._count(shown, "typed_through" if shown.typed else "rejected", 0)
+        self.history.pop(document, None)
+
+    # -- retention ---------------------------------------------------------------------------
+    def due(self, text_of: Callable[[str], str | None]) -> None:
+        """Run the retention checks whose time has come (`text_of`: an open document's text)."""
+        now = self.clock()
+        for kept in list(self.kept):
+            while kept.due and kept.due[0] <= now:
+                kept.due.pop(0)
+                label = f"{self.retention_s[kept.checked]:g}s"
+                kept.checked += 1
+                text = text_of(kept.document)
+                self.counts[f"checked_{label}"] += 1
+                if text is not None and still_there(kept.text, text, kept.offset):
+                    self.counts[f"still_there_{label}"] += 1
+            if not kept.due:
+                self.kept.remove(kept)
+
+    def next_due(self) -> float | None:
+        """When the next retention check is due (clock time), if any."""
+        return min((kept.due[0] for kept in self.kept if kept.due), default=None)
+
+    # -- what it tells -----------------------------------------------------------------------
+    def last_outcome(self, document: str) -> str | None:
+        history = self.history.get(document)
+        return history[-1] if history else None
+
+    def report(self) -> dict[str, Any]:
+        counts = self.counts
+        decided = sum(counts[k] for k in OUTCOMES)
+        taken = counts["accepted"] + counts["partial"]
+        data: dict[str, Any] = {key: counts[key] for key in ("shown", *OUTCOMES, "hidden")}
+        data["chars_accepted"] = counts["chars_accepted"]
+        data["rate"] = round(taken / decided, 4) if decided else None
+        for seconds in self.retention_s:
+            label = f"{seconds:g}s"
+            checked = counts[f"checked_{label}"]
+            data[f"still_there_{label}"] = counts[f"still_there_{label}"]
+            data[f"checked_{label}"] = checked
+        data["pending"] = len(self.pending)
+        return data
+
+    # -- inside ------------------------------------------------------------------------------
+    def _end(self, shown: Shown, outcome: str, chars: int = 0) -> None:
+        """`chars`: how much of the suggestion's text is in the document now."""
+        del self.pending[shown.document]
+        if outcome == "typed_through":
+            chars = chars or shown.progress
+        self._count(shown, outcome, chars)
+        if chars and outcome != "rejected":
+            due = [self.clock() + seconds for seconds in self.retention_s]
+            self.kept.append(Kept(shown.document, shown.text[:chars], len(shown.before), due))
+
+    def _count(self, shown: Shown, outcome: str, chars: int) -> None:
+        self.counts[outcome] += 1
+        if outcome in ("accepted", "partial"):
+            self.counts["chars_accepted"] += chars
+        self.history.setdefault(shown.document, deque(maxlen=HISTORY)).append(outcome)
+
+
+def still_there(accepted: str, text: str, offset: int) -> bool:
+    """Whether `accepted` (once at `offset`) is still in `text` near there, within an edit
+    distance of half its length (its first NEEDLE_MAX characters)."""
+    needle = accepted[:NEEDLE_MAX]
+    if not needle.strip():
+        return True
+    hay = text[max(0, offset - WINDOW) : offset + len(needle) + WINDOW]
+    return distance_in(needle, hay) <= len(needle) // 2
+
+
+def distance_in(needle: str, hay: str) -> int:
+    """The least edit distance between `needle` and any stretch of `hay` (Sellers: the DP of
+    Levenshtein with a free start and end in `hay`)."""
+    column = list(range(len(needle) + 1))
+    best = column[-1]
+    for ch in hay:
+        previous_diagonal, column[0] = column[0], 0
+        for i, nc in enumerate(needle, 1):
+            above = column[i]
+            column[i] = min(above + 1, column[i - 1] + 1, previous_diagonal + (nc != ch))
+            previous_diagonal = above
+        best = min(best, column[-1])
+    return best

@@ -1,0 +1,111 @@
+"""What people do with suggestions, through the server (fake backend): an item accepted (the
+next didChange inserts it), in part, or passed over with something else typed is counted so,
+from the document alone; the item's command (run by clients on accept) says it too; accepted
+text is looked for again later (a short clock here: SPEC_LSP_RETENTION_S); the gate hides an
+unsure Automatic suggestion and answers an Invoked one."""
+
+from __future__ import annotations
+
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import LanguageClient
+
+from tests.e2e.conftest import (
+    INVOKED,
+    edit,
+    inline,
+    open_doc,
+    server_config,
+    settled,
+    start,
+    stats,
+    wait_ready,
+)
+from tests.e2e.test_robustness import poll
+
+TEXT = "import os\n\ndef fo\n"  # the fake model goes on with "o(x):" ...
+
+
+@pytest_lsp.fixture(config=server_config(SPEC_LSP_RETENTION_S="1,2"))
+async def client(lsp_client: LanguageClient):
+    await start(lsp_client, {"precompute": False})
+    await wait_ready(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def shown(client: LanguageClient, uri: str, **kw) -> lsp.InlineCompletionItem:
+    open_doc(client, TEXT, uri=uri)
+    item = (await inline(client, 2, 6, uri=uri, **kw)).items[0]
+    await settled(client)
+    assert item.insert_text.startswith("o(x):") and item.command is not None
+    assert item.command.command == "specLsp.accepted"
+    return item
+
+
+async def counts(client: LanguageClient) -> dict:
+    return (await stats(client)).acceptance
+
+
+async def test_a_suggestion_inserted_whole_is_accepted_and_still_there_later(client):
+    uri = "file:///work/accept.py"
+    item = await shown(client, uri)
+    edit(client, (2, 6), (2, 6), item.insert_text, version=2, uri=uri)  # Tab
+    numbers = await poll(client, lambda s: s.acceptance.accepted == 1)
+    assert numbers.acceptance.shown == 1 and numbers.acceptance.rejected == 0
+    assert numbers.acceptance.chars_accepted == len(item.insert_text)
+    assert numbers.acceptance.rate == 1.0
+    later = await poll(client, lambda s: s.acceptance.checked_2s == 1)  # (the short clock)
+    assert later.acceptance.still_there_1s == 1 and later.acceptance.still_there_2s == 1
+
+
+async def test_a_first_word_inserted_is_partial(client):
+    uri = "file:///work/partial.py"
+    item = await shown(client, uri)
+    word = item.insert_text[:2]  # "o(": VS Code's accept-word inserts a part in one change
+    edit(client, (2, 6), (2, 6), word, version=2, uri=uri)
+    numbers = await poll(client, lambda s: s.acceptance.partial == 1)
+    assert numbers.acceptance.chars_accepted == len(word)
+
+
+async def test_typing_something_else_is_rejected(client):
+    uri = "file:///work/reject.py"
+    await shown(client, uri)
+    edit(client, (2, 6), (2, 6), "x", version=2, uri=uri)
+    numbers = await poll(client, lambda s: s.acceptance.rejected == 1)
+    assert numbers.acceptance.accepted == 0
+
+
+async def test_the_items_command_says_it_was_accepted(client):
+    uri = "file:///work/command.py"
+    item = await shown(client, uri)
+    command = item.command
+    assert command is not None and command.arguments
+    await client.workspace_execute_command_async(
+        lsp.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+    )
+    assert (await counts(client)).accepted == 1
+    edit(client, (2, 6), (2, 6), item.insert_text, version=2, uri=uri)  # the edit after it
+    assert (await counts(client)).accepted == 1  # counted once
+    bad = lsp.ExecuteCommandParams(command=command.command, arguments=["not a number"])
+    await client.workspace_execute_command_async(bad)  # ignored, no error
+    assert (await counts(client)).accepted == 1
+
+
+@pytest_lsp.fixture(config=server_config())
+async def strict(lsp_client: LanguageClient):
+    await start(lsp_client, {"precompute": False, "gateThreshold": 1.0})
+    await wait_ready(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_gate_hides_an_unsure_automatic_suggestion_and_answers_an_invoked_one(strict):
+    client = strict
+    open_doc(client, TEXT, uri="file:///work/gate.py")
+    assert not (await inline(client, 2, 6, uri="file:///work/gate.py")).items
+    await settled(client)
+    assert (await counts(client)).hidden == 1 and (await counts(client)).shown == 0
+    item = await shown(client, "file:///work/gate-invoked.py", kind=INVOKED)
+    assert item.insert_text.startswith("o(x):")
+    assert (await counts(client)).shown == 1

@@ -1,0 +1,64 @@
+"""The confidence of a suggestion (engine/confidence.py) and the gate it drives."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from spec_lsp.engine import confidence, sampling
+from spec_lsp.engine.types import Completion, CompletionRequest, DecodeStats
+
+REQUEST = CompletionRequest(prefix="def area(r):\n    return ", suffix="\n")
+
+
+def completion(text: str, logprobs: list[float], typed: str = "") -> Completion:
+    stats = DecodeStats(token_logprobs=logprobs)
+    return Completion(text=text, stats=stats, raw_text=typed + text, typed=typed)
+
+
+def test_logprob_is_the_log_softmax_of_the_token() -> None:
+    logits = np.array([2.0, 1.0, 0.0], dtype=np.float32)
+    expected = 1.0 - math.log(math.exp(2) + math.exp(1) + 1)
+    assert math.isclose(sampling.logprob(logits, 1), expected, rel_tol=1e-5)
+
+
+def test_the_place_features() -> None:
+    f = confidence.features("x = foo(", ")\n", "a, b", [-0.1, -0.5])
+    assert f["after_opener"] == 1 and f["end_of_line"] == 0 and f["in_word"] == 0
+    assert math.isclose(f["mean_logprob"], -0.3) and f["min_logprob"] == -0.5
+    f = confidence.features("    retu", "rn\n", "rn x", [0.0])
+    assert f["in_word"] == 1 and f["end_of_line"] == 0
+    f = confidence.features("    y = 1\n    ", "\n", "y = 1", [0.0], last_outcome="rejected")
+    assert f["repeats_line"] == 1 and f["end_of_line"] == 1 and f["last_rejected"] == 1
+    below = confidence.features("    ", "\n    z = 2\n", "z = 2", [0.0])
+    assert below["repeats_line"] == 1 and below["last_rejected"] == 0
+
+
+def test_the_tokens_of_the_text_shown_are_read() -> None:
+    c = completion("abcdefgh", [-1.0, -2.0, -3.0, -4.0])  # two characters a token
+    assert confidence.shown_logprobs(c) == [-1.0, -2.0, -3.0, -4.0]
+    assert confidence.shown_logprobs(c, chars=3) == [-1.0, -2.0]
+    typed = completion("efgh", [-1.0, -2.0, -3.0, -4.0], typed="abcd")
+    assert confidence.shown_logprobs(typed) == [-3.0, -4.0]
+    assert confidence.shown_logprobs(completion("abc", [])) == []
+
+
+def test_a_sure_suggestion_passes_and_an_unsure_one_is_cut_to_its_sure_words() -> None:
+    sure = completion("3.14159 * r * r", [-0.01] * 6)
+    assert confidence.gate(REQUEST, sure, 0.5)[0] == sure.text
+    # sure of its first word (two tokens of ~3.7 characters), then guessing
+    unsure = completion("3.14159 * radius_of_it", [-0.01, -0.01, -6.0, -7.0, -8.0, -9.0])
+    text, assessed = confidence.gate(REQUEST, unsure, 0.5)
+    assert text == "3.14159" and assessed is not None and assessed.score >= 0.5
+    assert confidence.assess(REQUEST, unsure) is not None
+    assert confidence.assess(REQUEST, unsure).score < 0.5  # type: ignore[union-attr]
+    hopeless = completion("zzz qqq", [-9.0, -9.0, -9.0])
+    assert confidence.gate(REQUEST, hopeless, 0.5)[0] == ""
+    assert confidence.gate(REQUEST, hopeless, 0.0)[0] == "zzz qqq"  # 0: show everything
+
+
+def test_without_token_probabilities_nothing_is_gated() -> None:
+    cached = completion("anything at all", [])  # (typed-through and in-flight answers)
+    text, assessed = confidence.gate(REQUEST, cached, 0.99)
+    assert text == cached.text and assessed is None
