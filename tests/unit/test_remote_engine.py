@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -492,3 +493,23 @@ def test_window_counts_are_never_asked_while_an_answer_streams(stub):
     assert len(streams) == 6 and len(counts) > 3
     overlapping = [c for c in counts for s in streams if c[0] < s[1] and s[0] < c[1]]
     assert overlapping == []
+
+
+def test_the_context_block_outlives_a_reload_of_the_remote_engine(stub):
+    """A block chosen for the last place asked is the context stage's: new remote settings
+    (another timeout) reload the engine, and the next ask there still opens with it."""
+    tab, main = "file:///p/shapes.py", "file:///p/main.py"
+    text = "from shapes import polygon_area\n\n\ndef report(points):\n    area = \n"
+    engine = remote(stub.url, [], fim_template="qwen")
+    engine.document_changed(tab, "def polygon_area(points):\n    return 0.0\n")
+    engine.document_changed(main, text)
+    here = CompletionRequest(prefix=text[:-1], suffix="\n", document_id=main, file_name="main.py")
+    engine.complete(here, CancelToken())
+    while engine.idle_work:  # (the block is chosen while idle, after the ask)
+        engine.idle_step(CancelToken())
+    engine.complete(replace(here, prefix=here.prefix + "p"), CancelToken())
+    assert "def polygon_area" in stub.completions[-1]["prompt"]
+    engine.update_settings(engine.settings.model_copy(update={"remote_timeout_ms": 9000}))
+    engine.complete(replace(here, prefix=here.prefix + "po"), CancelToken())
+    assert "def polygon_area" in stub.completions[-1]["prompt"]
+    engine.close()

@@ -77,6 +77,7 @@ class ContextStage:
         self.tokens_cached = 0
         self.last: list[dict[str, Any]] = []  # the parts of the block chosen last
         self._chosen_for: tuple[Any, ...] = ()  # the focus and generation of the last choice
+        self.block: Block | None = None  # the block chosen last (for the document in focus)
 
     # -- what the editor says ------------------------------------------------------------------
     def set_folders(self, folders: Sequence[str], *, max_files: int, max_mb: int) -> None:
@@ -132,6 +133,8 @@ class ContextStage:
 
     def document_closed(self, document_id: str) -> None:
         path = document_path(document_id)
+        if self.block is not None and self.block.document == document_id:
+            self.block = None  # (chosen again for it, once reopened: the generation moves)
         with self._lock:
             if self._documents.pop(path, None) is not None:
                 self._dirty.discard(path)
@@ -214,8 +217,9 @@ class ContextStage:
         chosen for `focus` until that is stale."""
         self._chosen_for = (*focus, self.generation)
         if place is None:
+            self.block = None
             return None
-        return self.choose(
+        self.block = self.choose(
             place.document_id,
             place.prefix + place.suffix,
             len(place.prefix),
@@ -223,6 +227,12 @@ class ContextStage:
             budget=budget,
             count_tokens=count_tokens,
         )
+        return self.block
+
+    def block_for(self, document_id: str) -> Block | None:
+        """The block chosen last, if it was chosen for this document."""
+        block = self.block
+        return block if block is not None and block.document == document_id else None
 
     def choose(
         self,

@@ -17,7 +17,6 @@ from typing import Any
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer
-from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.postprocess import Shaping
 from spec_lsp.engine.remote import ask
@@ -43,7 +42,6 @@ class RemoteStage:
     ) -> None:
         self.remote, self.settings, self.stores, self.totals = remote, settings, stores, totals
         self._place: CompletionRequest | None = None  # the last place asked
-        self._block: Block | None = None  # its block, chosen while idle
 
     @classmethod
     def open(
@@ -78,7 +76,7 @@ class RemoteStage:
         if not self._ready():  # inside a backoff, or the server still down
             return None
         self._place = request
-        block = self._block_for_place(request)
+        block = self.stores.context.block_for(request.document_id)  # (chosen while idle)
         try:
             prompt, generated = ask.ask(
                 remote,
@@ -120,11 +118,6 @@ class RemoteStage:
                 return False
         return True
 
-    def _block_for_place(self, request: CompletionRequest) -> Block | None:
-        """The block chosen while idle, if it was chosen for this request's document."""
-        block = self._block
-        return block if block is not None and block.document == request.document_id else None
-
     # -- idle time ---------------------------------------------------------------------------
     def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
         """The server's prompt cache filled for the place edited (llama-server); its faults
@@ -139,7 +132,7 @@ class RemoteStage:
                 request,
                 self.settings,
                 multiline=Shaping(request, self.settings.multiline).multiline,
-                block=self._block_for_place(request),
+                block=self.stores.context.block_for(request.document_id),
                 cancel=cancel,
             )
         except RemoteFault as fault:
@@ -177,7 +170,7 @@ class RemoteStage:
             prefix_chars = int(settings.prefix_tokens * tokens.chars_per_token)
             cursor_line = place.prefix.count("\n")
             first = max(0, cursor_line - place.prefix[-prefix_chars:].count("\n"))
-        self._block = self.stores.context.choose_at(
+        self.stores.context.choose_at(
             place,
             focus,
             first_line=first,
