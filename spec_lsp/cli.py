@@ -99,7 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="complete a sample file and show the speculative statistics")
     _settings_flags(demo)
 
-    bench = sub.add_parser("bench", help="compare speculation policies and drafters")
+    bench = sub.add_parser(
+        "bench",
+        help="compare speculation policies and drafters; `bench NAME --help`: the others",
+        epilog="spec-lsp bench NAME [ARGS...] runs another benchmark with its own arguments: "
+        "places, crossfile, kv-shift, fim, gate, llama-server, remote, replay, policy-replay, "
+        "probe-cost, soak (bench/README.md)",
+    )
     # the bench runs every drafter, policy and temperature itself: only the flags it honors
     _settings_flags(bench, per_request=False)
     bench.add_argument(
@@ -171,6 +177,13 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["bench"] and len(given) > 1 and not given[1].startswith("-"):
+        from spec_lsp.bench.command import MODULES, run_module
+
+        if given[1] not in MODULES:
+            raise SystemExit(f"spec-lsp bench: no benchmark {given[1]!r} ({', '.join(MODULES)})")
+        return run_module(given[1], given[2:])
     args = build_parser().parse_args(argv)
     if args.command == "schema":
         print(json.dumps(config.schema(), indent=2))

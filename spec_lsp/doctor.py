@@ -25,7 +25,8 @@ from pathlib import Path
 from spec_lsp import config, models
 from spec_lsp.config import Settings
 from spec_lsp.engine import EngineError, loading, probe
-from spec_lsp.engine.health import Health
+from spec_lsp.engine.remote import connect
+from spec_lsp.engine.remote.health import Health
 
 CHILD_TIMEOUT_S = 60.0
 SYSTEM_INFO = (
@@ -207,12 +208,12 @@ def _settings(settings: Settings, origin: dict[str, str]) -> Check:
 
 def _remote(settings: Settings) -> Check:
     try:
-        client = loading.remote_client(settings)
+        client = connect.remote_client(settings)
     except EngineError as exc:
         return Check("remote engine", "fail", str(exc).split(": ")[0], str(exc))
-    remote = loading.RemoteLoaded(client, Health(client.url, lambda _m: None))
+    remote = connect.RemoteLoaded(client, Health(client.url, lambda _m: None))
     try:
-        loading.connect_remote(remote, settings)
+        connect.connect_remote(remote, settings)
     except EngineError as exc:
         return Check("remote engine", "fail", f"{client.url}: not usable", str(exc))
     finally:

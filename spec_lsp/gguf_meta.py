@@ -27,8 +27,24 @@ SCALARS = {
 STRING, ARRAY = 8, 9
 
 
+MAGIC = b"GGUF"  # the first four bytes of every GGUF file
+
+
 class GGUFFormatError(ValueError):
     pass
+
+
+def check_header(path: Path) -> None:
+    """Whether the file begins as a GGUF file (its first four bytes only: instant). Raises
+    OSError when it cannot be read, GGUFFormatError when it is not a GGUF file."""
+    with Path(path).open("rb") as handle:
+        _check_magic(handle)
+
+
+def _check_magic(handle: BinaryIO) -> None:
+    magic = handle.read(4)
+    if magic != MAGIC:
+        raise GGUFFormatError(f"bad magic {magic!r}")
 
 
 def _read(handle: BinaryIO, n: int) -> bytes:
@@ -69,8 +85,7 @@ def read_metadata(
 ) -> dict[str, Any]:
     """Header key/values; arrays are kept only for `keep_arrays` (others become their length)."""
     with path.open("rb") as handle:
-        if _read(handle, 4) != b"GGUF":
-            raise GGUFFormatError("bad magic: not a GGUF file")
+        _check_magic(handle)
         version = _unpack(handle, "<I")
         if version < 2:
             raise GGUFFormatError(f"GGUF version {version} is too old")

@@ -34,7 +34,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from spec_lsp.cache_dirs import cache_subdir
-from spec_lsp.gguf_meta import GGUFFormatError, read_metadata
+from spec_lsp.gguf_meta import GGUFFormatError, check_header, read_metadata
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 20
@@ -322,12 +322,11 @@ def inspect(path: Path) -> ModelSummary:
     path = Path(path)
     fix = "Point `model` at a .gguf file, or run `spec-lsp models pull`."
     try:
-        with path.open("rb") as handle:
-            magic = handle.read(4)
+        check_header(path)
     except OSError as exc:
         raise ModelFileError(f"cannot read {path}: {exc.strerror}. {fix}") from exc
-    if magic != b"GGUF":
-        raise ModelFileError(f"{path} is not a GGUF model file (bad magic {magic!r}). {fix}")
+    except GGUFFormatError as exc:
+        raise ModelFileError(f"{path} is not a GGUF model file ({exc}). {fix}") from exc
     try:
         meta = read_metadata(path)
     except (GGUFFormatError, OSError, UnicodeDecodeError) as exc:

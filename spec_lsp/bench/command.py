@@ -1,14 +1,45 @@
 """`spec-lsp bench`: the sources and the policies benchmarks, or their tables again from the raw
 runs they saved. The tables go to stdout and to `<out>/bench.md`.
+
+`spec-lsp bench NAME ARGS...` runs one of the other benchmarks (`MODULES`) with its own
+arguments (`spec-lsp bench places --help`).
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 
 from spec_lsp.bench import policies, sources
 from spec_lsp.bench.common import MAX_REPS, read_results
 from spec_lsp.config import Settings
+
+# the benchmarks with arguments of their own: `spec-lsp bench NAME` -> spec_lsp.bench.MODULE
+MODULES = {
+    "places": "places",  # time to a suggestion at places of an open file, against plain FIM
+    "crossfile": "crossfile",  # lines that use another module's definition: context or none
+    "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
+    "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
+    "gate": "gate",  # the confidence gate, fitted and measured on held-out lines
+    "llama-server": "llama_server",  # the remote engine against llama.cpp's llama-server
+    "remote": "remote",  # the remote engine against `python -m llama_cpp.server`
+    "replay": "replay",  # keystroke latency over LSP, with and without caching
+    "policy-replay": "policy_replay",  # the adaptive policy replayed without timing noise
+    "probe-cost": "probe_cost",  # what the crash probe adds to a first start
+    "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
+}
+
+
+def run_module(name: str, argv: list[str]) -> int:
+    """The benchmark `name` (a key of MODULES) with its own command-line arguments."""
+    module = importlib.import_module(f"spec_lsp.bench.{MODULES[name]}")
+    sys.argv = [f"spec-lsp bench {name}", *argv]
+    try:
+        done = module.main()
+    except SystemExit as exit_:
+        done = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+    return done if isinstance(done, int) else 0
 
 
 def main(

@@ -440,10 +440,11 @@ def turns(variants: list[str], n: int) -> list[str]:
 def cold(engine: Engine) -> None:
     """Nothing of the last ask left in the models' KV: each spec-lsp ask comes to a file the
     server has not seen (as the first variant would, else the others find its prompt there)."""
-    if engine.loaded is not None:
-        engine.loaded.target.truncate(0)
-        if engine.loaded.draft is not None:
-            engine.loaded.draft.truncate(0)
+    if engine.ready and engine.settings.engine == "local":
+        loaded = engine.local.loaded
+        loaded.target.truncate(0)
+        if loaded.draft is not None:
+            loaded.draft.truncate(0)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -83,8 +83,7 @@ def candidate_lines(lines: list[str]) -> list[int]:
 
 def complete(engine: Engine, tokens: list[int]) -> str:
     """The engine's target completing `tokens` greedily, to the end of the line."""
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     target = loaded.target
     out = greedy(target, tokens, 40, loaded.stop_ids, lambda out: "\n" in detokenize(target, out))
     return detokenize(target, out).split("\n")[0].strip()
@@ -117,14 +116,13 @@ def main() -> None:
         )
     )
     engine.load()
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     target, template = loaded.target, loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
     layouts = ["psm", "split"] + (["file_prefix"] if args.file_prefix else [])
     layouts = ["file_prefix", "context"] if args.context else layouts
     scores = dict.fromkeys(layouts, 0)
-    prompts = engine.prompts
+    prompts = engine.local.prompts
     assert prompts is not None
     for n, (name, prefix, suffix, expected) in enumerate(named_tasks(args.tasks), 1):
         # both layouts get the same window; the indentation is left to the model (token healing)
@@ -181,7 +179,7 @@ def file_prefix_tokens(
     from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
     from spec_lsp.engine.types import CompletionRequest
 
-    loaded, prompts = engine.loaded, engine.prompts
+    loaded, prompts = engine.local.loaded, engine.local.prompts
     assert loaded is not None and prompts is not None
     request = CompletionRequest(prefix, suffix, file_name=name)
     settings = engine.settings
@@ -196,11 +194,11 @@ def file_prefix_tokens(
 def context_block(
     prefix: str, suffix: str, name: str, anchor: int, tabs: int, budget: int, engine: Engine
 ) -> Block | None:
-    """The block the engine's context stage chooses at the cursor (as engine._choose_block
+    """The block the engine's context stage chooses at the cursor (as the in-process stage
     asks it), the modules the file imports open in tabs (closed again after)."""
     from spec_lsp.bench.places import imported_modules, stdlib
 
-    prompts, stage = engine.prompts, engine.context
+    prompts, stage = engine.local.prompts, engine.stores.context
     assert prompts is not None
     text, uri = prefix + suffix, f"file:///bench/{name}"
     tabs_open = [f"file:///bench/{m}" for m in imported_modules(text, tabs)]

@@ -116,8 +116,7 @@ class Plain:
     create_completion, greedy, stopping at the end of the line."""
 
     def __init__(self, engine: Engine, path: str, settings: Settings) -> None:
-        assert engine.loaded is not None
-        self.template = engine.loaded.template
+        self.template = engine.local.loaded.template
         self.settings = settings
         self.model_path = path
         self.llm = plain_llama(
@@ -461,8 +460,7 @@ def with_plain(args: argparse.Namespace) -> tuple[Engine, Plain, dict[str, Any]]
     settings = Settings(model=args.model, **extra)
     engine = build_engine(settings)
     engine.load()
-    assert engine.loaded is not None
-    return engine, Plain(engine, engine.loaded.target.info.path, settings), extra
+    return engine, Plain(engine, engine.local.loaded.target.info.path, settings), extra
 
 
 def machine(model: str) -> str:

@@ -105,10 +105,12 @@ def _policies(
     yield AGAIN, None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
-    assert engine.profile is not None
+    assert engine.local.profile is not None
     yield (
         "adaptive",
-        AdaptivePolicy(engine.profile, estimate=estimate, draft_max=engine.settings.draft_max),
+        AdaptivePolicy(
+            engine.local.profile, estimate=estimate, draft_max=engine.settings.draft_max
+        ),
     )
 
 
@@ -120,8 +122,7 @@ def _bench_pair(
     reps: int,
     max_reps: int,
 ) -> list[Run]:
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     drafter: Drafter = NgramDrafter()
     if label != "ngram":
         assert loaded.draft is not None
@@ -177,8 +178,7 @@ def _bench_llama_cpp_python(
     from spec_lsp.engine.backends import llama as backend
 
     runs = []
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
         llm = backend.plain_llama(
             loaded.target.info.path,

@@ -52,8 +52,7 @@ def collect(files: int, places: int, seed: int) -> None:
     settings = Settings()
     engine = build_engine(settings.model_copy(update={"drafter": "ngram"}))
     engine.load()
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     profile = engine.ensure_profile()
     rng = random.Random(seed)
     sources = [

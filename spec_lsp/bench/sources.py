@@ -47,9 +47,9 @@ from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.base import Drafter, DraftRequest
 from spec_lsp.engine.drafters.choose import model_drafter
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
-from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.policy.profile import CostProfile
@@ -112,8 +112,7 @@ def run(
     of the sources that drafted, and auto's, until known to PRECISION or `max_reps`)."""
     engine = build_engine(settings.model_copy(update={"drafter": "none"}))
     engine.load()
-    loaded = engine.loaded
-    assert loaded is not None
+    loaded = engine.local.loaded
     target = loaded.target
     profile = engine.ensure_profile()
     from spec_lsp.engine.loading import open_model
@@ -137,11 +136,11 @@ def run(
         f"{(catch_up or 0) * 1000:.1f} ms/token "
         f"(target verify(1) {profile.verify(1) * 1000:.1f} ms)"
     )
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     for uri, text in OPEN_DOCUMENTS.items():
         index.update(uri, text)
     ngram = NgramDrafter()
-    workspace = WorkspaceDrafter(index, target, document_id=CURRENT)
+    workspace = DocumentsDrafter(index, target, document_id=CURRENT)
     runs: list[Run] = []
     reports: dict[tuple[str, float], dict[str, dict[str, float]]] = {}
     greedy: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
@@ -257,8 +256,8 @@ def _pick_source(
 def _offline_acceptance(
     greedy: dict[tuple[str, int], tuple[list[int], list[int]]],
     sources: dict[str, Drafter],
-    workspace: WorkspaceDrafter,
-    index: WorkspaceIndex,
+    workspace: DocumentsDrafter,
+    index: OpenDocuments,
     prompts: dict[str, list[tuple[str, str]]],
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Per workload and source: at every position of the target's greedy output, a draft of 4

@@ -60,6 +60,7 @@ class FilePrefix:
         self.request: CompletionRequest | None = None  # its file name and language
         self.snapshot: Snapshot | None = None
         self.block: Block | None = None  # the context block it opens with (context/block.py)
+        self.warmed: Block | None = None  # the block the last place was prewarmed with
         self.pending = False  # the text from the anchor is not all evaluated yet
         self.opened = False  # anchored at open (adopt), before any request placed the cursor
         self.evaluated = 0  # tokens evaluated while idle, over all documents
@@ -97,6 +98,16 @@ class FilePrefix:
         if request.document_id != self.document or not budget or self.snapshot is None:
             return None
         return prompts.build_anchored(request, settings, self.anchor, budget, self.block)
+
+    def unwarmed(self) -> CompletionRequest | None:
+        """The place last asked about, if its prompt with a new context block is still to be
+        evaluated (the text unchanged since: else an edit's prewarm does it)."""
+        request = self.request
+        if self.pending or self.block is None or request is None or self.warmed is self.block:
+            return None
+        text, prefix, suffix = self.text, request.prefix, request.suffix
+        same = len(prefix) + len(suffix) == len(text) and text.startswith(prefix)
+        return request if same and text.endswith(suffix) else None  # (no copy: checked often)
 
     def held(self, tokens: Sequence[int]) -> int:
         """Tokens of `tokens` the snapshot holds."""

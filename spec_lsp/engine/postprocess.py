@@ -7,11 +7,16 @@ line loses its trailing blanks, the model's indentation is kept, and CRLF docume
 
 `stop_reached` runs the same line scan as `postprocess` on the text generated so far, treating
 its last line as unfinished, so once it says stop, more text cannot change the result.
+
+`Shaping` is all of it for one request: the cursor's context read once, the stop rule the decode
+loop (or a stream) asks between rounds, and the text shown.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from spec_lsp.engine.types import CompletionRequest
 
 BLOCK_OPENERS = (":", "{", "(", "[", "=>")
 BLANKS = " \t\r\f\v"
@@ -57,18 +62,49 @@ def _blank(line: str) -> bool:
 
 def decide_multiline(prefix: str, suffix: str, setting: str = "auto") -> bool:
     """Multi-line at an empty line or right after a block opener; single-line mid-line."""
+    return _decide(_context(prefix, suffix), setting)
+
+
+def _decide(ctx: _Context, setting: str) -> bool:
     if setting in ("always", "never"):
         return setting == "always"
-    ctx = _context(prefix, suffix)
     if not _blank(ctx.rest):
         return False  # text after the cursor: complete this line only
     head = ctx.head.rstrip(BLANKS)
     return not head or head.endswith(BLOCK_OPENERS)
 
 
+class Shaping:
+    """Post-processing for one request, its cursor's context read once: whether it is
+    multi-line (the request says, else the `multiline` setting decides), when its generation
+    may stop, and what of the generated text is shown."""
+
+    def __init__(self, request: CompletionRequest, setting: str = "auto") -> None:
+        self._ctx = _context(request.prefix, request.suffix)
+        self.stops = request.stop
+        self.multiline = (
+            request.multiline if request.multiline is not None else _decide(self._ctx, setting)
+        )
+
+    def stop_reached(self, generated: str) -> bool:
+        """Once a stop string appears, or more text cannot change what is shown."""
+        return (
+            any(stop in generated for stop in self.stops)
+            or _scan(_lines(generated), self._ctx, multiline=self.multiline, finished=False)[1]
+        )
+
+    def shown(self, generated: str) -> tuple[str, str]:
+        """(raw, shown): the text cut at the request's stop strings, and post-processed."""
+        raw = cut_at_stop_strings(generated, self.stops)
+        return raw, _postprocess(raw, self._ctx, self.multiline)
+
+
 def postprocess(raw: str, *, prefix: str, suffix: str, multiline: bool) -> str:
     """The ghost text for `raw` at the cursor between `prefix` and `suffix` ("" for nothing)."""
-    ctx = _context(prefix, suffix)
+    return _postprocess(raw, _context(prefix, suffix), multiline)
+
+
+def _postprocess(raw: str, ctx: _Context, multiline: bool) -> str:
     lines, _ = _scan(_lines(raw), ctx, multiline=multiline, finished=True)
     lines = [line.rstrip(BLANKS) for line in lines]
     while len(lines) > 1 and not lines[-1]:

@@ -74,7 +74,7 @@ class Scheduler:
         self.first_load = True  # the load `initialized` starts has not ended yet
         self.held = False  # hold(): no background or idle work starts
         self._pending_prewarm: tuple[CompletionRequest, CancelToken] | None = None
-        self._growing = False  # the idle work (engine.grow_file_prefix) is running
+        self._growing = False  # the idle work (engine.idle_step) is running
         engine.on_idle_work = self._wake
 
     def _wake(self) -> None:
@@ -285,7 +285,7 @@ class Scheduler:
                 return
             self._growing = True
             try:
-                self.engine.grow_file_prefix(token)
+                self.engine.idle_step(token)
             except (Cancelled, EngineError):
                 pass
             except Exception:

@@ -16,9 +16,9 @@ import pytest
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.backends.base import detokenize
-from spec_lsp.engine.decode.remote import StreamJob, stream_decode
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.policy.adaptive import FixedPolicy
+from spec_lsp.engine.remote.stream import StreamJob, stream_decode
 from spec_lsp.engine.types import DecodeStats, SamplingParams
 from tests.e2e.remote_servers import LlamaServer
 
@@ -53,13 +53,15 @@ def test_smollm2_same_prompt_same_greedy_text(smollm2_path):
     try:
         local.load()
         remote.load()
-        assert local.loaded is not None and remote.remote is not None
-        target = local.loaded.target
+        assert local.local.loaded is not None and remote.stage.remote is not None
+        target = local.local.loaded.target
         for prompt in PROMPTS:
             tokens = target.tokenize(prompt, special=True)
             if target.info.add_bos and "bos" in target.info.special:
                 tokens.insert(0, target.info.special["bos"])
-            job = DecodeJob(tokens, 24, SamplingParams(), local.loaded.stop_ids, lambda _: False)
+            job = DecodeJob(
+                tokens, 24, SamplingParams(), local.local.loaded.stop_ids, lambda _: False
+            )
             out = generate(
                 target,
                 None,
@@ -70,10 +72,10 @@ def test_smollm2_same_prompt_same_greedy_text(smollm2_path):
                 stats=DecodeStats(),
             )
             stream = StreamJob(
-                prompt, remote.remote.model, 24, SamplingParams(), (), lambda _: False
+                prompt, remote.stage.remote.model, 24, SamplingParams(), (), lambda _: False
             )
             text = stream_decode(
-                remote.remote.client, stream, cancel=CancelToken(), stats=DecodeStats()
+                remote.stage.remote.client, stream, cancel=CancelToken(), stats=DecodeStats()
             )
             assert text == detokenize(target, out), prompt
     finally:
@@ -91,8 +93,8 @@ def test_qwen_fim_same_completion_through_the_whole_engine(qwen_path):
     try:
         local.load()
         remote.load()
-        assert remote.remote is not None and remote.remote.template is not None
-        assert remote.remote.template.name == "qwen"
+        assert remote.stage.remote is not None and remote.stage.remote.template is not None
+        assert remote.stage.remote.template.name == "qwen"
         for request in REQUESTS:
             here = local.complete(request, CancelToken())
             there = remote.complete(request, CancelToken())

@@ -31,7 +31,7 @@ def test_fim_completion_of_the_demo_is_code(engine):
 
 def test_ngram_speculation_equals_plain_decoding_on_qwen(engine):
     request = request_at(DEMO_LOCATION, engine.settings)
-    engine.suggestions.clear()  # a model call, not the suggestion cache
+    engine.stores.suggestions.clear()  # a model call, not the suggestion cache
     spec = engine.complete(request, CancelToken())
     engine.update_settings(engine.settings.model_copy(update={"drafter": "none", "cache": False}))
     plain = engine.complete(request, CancelToken())
@@ -43,7 +43,7 @@ def test_ngram_speculation_equals_plain_decoding_on_qwen(engine):
 def test_typing_one_character_reuses_the_prompt(engine):
     request = request_at(DEMO_LOCATION, engine.settings)
     first = engine.complete(request, CancelToken())
-    engine.suggestions.clear()
+    engine.stores.suggestions.clear()
     typed = request.__class__(**{**request.__dict__, "prefix": request.prefix + first.text[:1]})
     second = engine.complete(typed, CancelToken())
     assert second.stats.prompt_tokens_evaluated <= 4

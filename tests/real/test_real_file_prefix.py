@@ -46,13 +46,13 @@ def test_the_snapshot_holds_the_kv_of_the_text(smollm2_path):
     text = stdlib("textwrap.py")
     engine.complete(at(text, 150), CancelToken())
     while engine.idle_work:
-        engine.grow_file_prefix(CancelToken())
+        engine.idle_step(CancelToken())
     assert engine.memory()["file_prefix"]["tokens"] > 600
-    loaded, prompts = engine._require_loaded()
+    loaded = engine.local.loaded
     later = at(text, 175)
-    prompt = engine._prompt(loaded, prompts, later)
+    prompt = engine.local.prompt(later)
     assert prompt.anchored
-    assert engine._prepare_caches(loaded, URI, prompt) == "file_prefix"
+    assert engine.local.prepare_caches(URI, prompt) == "file_prefix"
     warm, evaluated = sync(loaded.target, prompt.tokens)
     assert evaluated < len(prompt.tokens) / 3
     loaded.target.truncate(0)

@@ -26,7 +26,7 @@ def req(prefix: str, suffix: str = SUFFIX, doc: str = "file:///a.py") -> Complet
 
 
 def evaluated(engine) -> int:
-    return engine.loaded.target.evaluated
+    return engine.local.loaded.target.evaluated
 
 
 def test_typed_through_is_answered_without_the_model(engine):
@@ -79,7 +79,7 @@ def test_switching_documents_restores_the_saved_state(engine):
 def test_last_generation_is_the_next_draft(engine):
     prefix = "import sys\n\ndef fo"
     engine.complete(req(prefix), CancelToken())
-    engine.suggestions.clear()  # force a model call for the next keystroke
+    engine.stores.suggestions.clear()  # force a model call for the next keystroke
     second = engine.complete(req(prefix + "o"), CancelToken())
     assert second.stats.continuation_drafted > 0
     assert second.stats.target_passes < second.stats.tokens
@@ -88,7 +88,7 @@ def test_last_generation_is_the_next_draft(engine):
 def test_cancel_in_the_middle_of_a_cached_continuation(engine):
     prefix = "import sys\n\ndef fo"
     expected = engine.complete(req(prefix), CancelToken()).text
-    engine.suggestions.clear()
+    engine.stores.suggestions.clear()
     token = CancelToken()
     rounds = []
 
@@ -96,12 +96,12 @@ def test_cancel_in_the_middle_of_a_cached_continuation(engine):
         rounds.append(produced)
         token.cancel("newer request")
 
-    engine.in_flight.track = cancel_after_first_round
+    engine.stores.in_flight.track = cancel_after_first_round
     with pytest.raises(Cancelled):
         engine.complete(req(prefix + "o"), token)
-    del engine.in_flight.track
+    del engine.stores.in_flight.track
     assert rounds  # it was cancelled between rounds, not before starting
-    engine.suggestions.clear()
+    engine.stores.suggestions.clear()
     assert engine.complete(req(prefix + "o"), CancelToken()).text == expected[1:]
 
 
@@ -109,7 +109,7 @@ def test_in_flight_generation_is_extended_not_cancelled(engine):
     prefix = "import sys\n\ndef fo"
     seen = []
 
-    original = engine.in_flight.track
+    original = engine.stores.in_flight.track
 
     def probe(request, produced):
         original(request, produced)
@@ -121,7 +121,7 @@ def test_in_flight_generation_is_extended_not_cancelled(engine):
             )
         )
 
-    engine.in_flight.track = probe
+    engine.stores.in_flight.track = probe
     engine.complete(req(prefix), CancelToken())
     assert seen[0] == ("", True, True)  # nothing written yet: any key may be what it writes
     written = [(extends, other) for produced, extends, other in seen if produced]
@@ -185,19 +185,19 @@ def test_a_lookup_builds_keys_only_where_a_suggestion_may_be(monkeypatch):
 
 def test_a_complete_line_of_the_running_generation_answers_a_request_typed_into_it(engine):
     running = req("import sys\n\ndef fo")
-    engine.in_flight.track(running, "o(x):\n    ret")
+    engine.stores.in_flight.track(running, "o(x):\n    ret")
     line = engine.from_in_flight(req("import sys\n\ndef foo"))
     assert line is not None and line.text == "(x):" and line.stats.cache == "in_flight"
     assert engine.from_in_flight(req("import sys\n\ndef foo(x):\n    r")) is None  # no line yet
     assert engine.from_in_flight(req("import sys\n\ndef fox")) is None  # typed something else
-    engine.in_flight.clear()
+    engine.stores.in_flight.clear()
     assert engine.from_in_flight(req("import sys\n\ndef foo")) is None
 
 
 def test_a_first_answer_tells_how_its_prompt_was_served(engine):
     """The answer the editor gets first (at the first complete line) says where its prompt came
     from, as the whole completion does (it said 'none' before the generation had ended)."""
-    engine.loaded.target.delay_s = 0.03  # decoding takes time: the first line is sent early
+    engine.local.loaded.target.delay_s = 0.03  # decoding takes time: the first line is sent early
     early: list[Completion] = []
     whole = engine.complete(req("class Po", ""), CancelToken(), reply=early.append)
     assert early, "no first answer before the generation ended"

@@ -47,7 +47,7 @@ def at(line: int, text: str = TEXT) -> CompletionRequest:
 def grow(engine, cancel: CancelToken | None = None) -> int:
     total = 0
     while engine.idle_work:
-        grown = engine.grow_file_prefix(cancel or CancelToken())
+        grown = engine.idle_step(cancel or CancelToken())
         total += grown
         if cancel is not None and cancel.cancelled:
             break
@@ -83,10 +83,10 @@ def test_a_later_place_evaluates_only_what_follows_the_shared_prefix(engine):
 def test_the_anchored_prompt_starts_with_the_file_prefix(engine):
     engine.complete(at(101), CancelToken())
     grow(engine)
-    loaded, prompts = engine._require_loaded()
-    prompt = engine._prompt(loaded, prompts, at(140))
-    assert prompt.anchored and prompt.first_line == engine.file_prefix.anchor
-    snapshot = engine.file_prefix.snapshot
+    prompts = engine.local.prompts
+    prompt = engine.local.prompt(at(140))
+    assert prompt.anchored and prompt.first_line == engine.stores.file_prefix.anchor
+    snapshot = engine.stores.file_prefix.snapshot
     assert common_prefix_len(snapshot.tokens, prompt.tokens) == prompt.head
     window = prompts.build(at(140), engine.settings)
     assert prompt.first_line <= window.first_line  # never less of the file than the window
@@ -108,7 +108,7 @@ def test_an_edit_keeps_what_comes_before_it(engine):
     engine.document_changed(URI, edited)
     assert engine.idle_work
     regrown = grow(engine)
-    anchor_offset = line_offset(TEXT, engine.file_prefix.anchor)
+    anchor_offset = line_offset(TEXT, engine.stores.file_prefix.anchor)
     assert 0 < regrown < held - (edit - anchor_offset) + 200  # from the edit on, not all again
     later = engine.complete(at(155, edited), CancelToken())
     assert later.stats.cache == "file_prefix"
@@ -117,32 +117,32 @@ def test_an_edit_keeps_what_comes_before_it(engine):
 def test_a_place_above_the_anchor_moves_it(engine):
     engine.complete(at(160), CancelToken())
     grow(engine)
-    anchor = engine.file_prefix.anchor
+    anchor = engine.stores.file_prefix.anchor
     assert anchor > 20
     engine.complete(at(12), CancelToken())
-    assert engine.file_prefix.anchor < anchor and engine.idle_work
+    assert engine.stores.file_prefix.anchor < anchor and engine.idle_work
 
 
 def test_a_request_stops_the_growth_between_chunks_and_keeps_what_was_done():
     engine = make()
     engine.complete(at(101), CancelToken())
-    engine.loaded.target.delay_s = 0.002  # a slow model: growing takes a while
+    engine.local.loaded.target.delay_s = 0.002  # a slow model: growing takes a while
     cancel = CancelToken()
     done = threading.Event()
 
     def run() -> None:
-        engine.grow_file_prefix(cancel)
+        engine.idle_step(cancel)
         done.set()
 
-    start = engine.loaded.target.evaluated
+    start = engine.local.loaded.target.evaluated
     threading.Thread(target=run).start()
-    while engine.loaded.target.evaluated < start + 2_400:
+    while engine.local.loaded.target.evaluated < start + 2_400:
         pass
     cancel.cancel("a request")
     assert done.wait(5)
     memory = engine.memory()["file_prefix"]
     assert memory["pending"] and 2_400 <= memory["tokens"] < 3_072  # kept, and more to do
-    engine.loaded.target.delay_s = 0.0
+    engine.local.loaded.target.delay_s = 0.0
     later = engine.complete(at(122), CancelToken())
     assert later.stats.cache == "file_prefix"
     assert later.stats.prompt_tokens_evaluated < later.stats.prompt_tokens / 4
@@ -199,13 +199,12 @@ def test_the_context_block_waits_for_the_files_own_text(engine):
     text = TEXT + "\n\ndef report(points):\n    area = polygon_area(points)\n    return area\n"
     engine.document_changed(URI, text)
     engine.complete(at(183, text), CancelToken())
-    loaded, prompts = engine._require_loaded()
-    assert engine.file_prefix.pending
-    engine.context.parse()
-    engine._choose_block(prompts)
-    assert engine.file_prefix.block is None and engine.context.chosen == 0
+    assert engine.stores.file_prefix.pending
+    engine.stores.context.parse()
+    engine.local._choose_block()
+    assert engine.stores.file_prefix.block is None and engine.stores.context.chosen == 0
     grow(engine)
-    block = engine.file_prefix.block
-    assert block is not None and not engine.file_prefix.pending
+    block = engine.stores.file_prefix.block
+    assert block is not None and not engine.stores.file_prefix.pending
     assert [c.reason for c in block.chunks] == ["definition:polygon_area"]
-    assert engine._prompt(loaded, prompts, at(183, text)).block is block
+    assert engine.local.prompt(at(183, text)).block is block

@@ -21,9 +21,9 @@ TOP_LAYERS = [
     {
         "spec_lsp",
         "spec_lsp.config",
-        "spec_lsp.cache_dirs",
         "spec_lsp.gguf_meta",
         "spec_lsp.textdiff",
+        "spec_lsp.cache_dirs",
     },
     {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)
     {"spec_lsp.engine"},
@@ -37,21 +37,23 @@ ENGINE_LAYERS = [
     {"backends", "sampling"},
     {"policy"},
     {"drafters"},
-    {"decode", "cache", "context", "remote_tokens"},
+    {"decode", "cache", "context"},
     {
         "prompt",
-        "remote_prompt",
-        "remote_ask",
-        "health",
         "postprocess",
-        "confidence",
         "loading",
         "probe",
         "calibrate",
         "stats",
         "first_answer",
         "file_prefix",
+        "stores",
+        "answer",
+        "confidence",
     },
+    # the stages that complete a request: in process, and the remote engine in one folder
+    # (client, stream, prompt, tokens, health, connect, its stage)
+    {"local", "remote"},
     {"engine"},
     {"__init__"},
 ]

@@ -15,7 +15,7 @@ from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
 from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.policy import estimate
 from spec_lsp.engine.policy.estimate import PolicyBook
 
@@ -38,17 +38,17 @@ def auto_engine():
 
 def held_by(engine, document: str) -> dict[str, bool]:
     """Where the engine holds something for `document`, structure by structure."""
-    auto = engine.sources.drafter
+    auto = engine.stores.sources.drafter
     assert isinstance(auto, AutoDrafter)
     return {
-        "saved_state": document in engine.states.saved(),
-        "live_state_owner": engine.states.owner == document,
-        "continuation": bool(engine.continuations.get(document)),
-        "suggestions": document in engine.suggestions.documents(),
-        "estimates": document in engine.book.documents(),
+        "saved_state": document in engine.stores.states.saved(),
+        "live_state_owner": engine.stores.states.owner == document,
+        "continuation": bool(engine.stores.continuations.get(document)),
+        "suggestions": document in engine.stores.suggestions.documents(),
+        "estimates": document in engine.stores.book.documents(),
         "auto_estimates": document in auto.documents(),
-        "shown": document in engine.sources._shown,
-        "workspace": document in engine.workspace.documents(),
+        "shown": document in engine.stores.sources._shown,
+        "workspace": document in engine.open_documents.documents(),
     }
 
 
@@ -70,7 +70,7 @@ def test_closing_a_document_releases_it_in_every_stage():
         assert not any(held_by(engine, closed).values()), held_by(engine, closed)
     kept = held_by(engine, "file:///b.py")
     assert kept == {**dict.fromkeys(kept, True), "live_state_owner": False}  # only what closed
-    assert engine.book._by_language  # the language's seed stays
+    assert engine.stores.book._by_language  # the language's seed stays
 
     engine.document_closed("file:///b.py")
     memory = engine.memory()
@@ -103,7 +103,7 @@ def test_stats_report_each_structure_and_its_bound():
         "chars": len(TEXT),
         "accepted": 0,
         "accepted_chars": 0,
-        "max_chars": engine.workspace.max_chars,
+        "max_chars": engine.open_documents.max_chars,
         "max_accepted": 64,
     }
     assert memory["estimates"]["documents"] == memory["estimates"]["auto_documents"] == 1
@@ -216,9 +216,9 @@ def _document(i: int, lines: int = 100) -> str:
     return "".join(f"value_{i}_{j} = compute({j}, {i})\n" for j in range(lines))
 
 
-def test_workspace_index_is_bounded_by_characters():
+def test_the_open_documents_are_bounded_by_characters():
     size = len(_document(0))
-    index = WorkspaceIndex(max_chars=10 * size + size // 2)
+    index = OpenDocuments(max_chars=10 * size + size // 2)
     index.active = "current"
     index.update("current", _document(999))  # changed first, the least recent: kept anyway
     for i in range(30):
@@ -238,15 +238,15 @@ def test_the_document_being_completed_stays_indexed():
     settings = Settings(drafter="workspace", draft_max=8, cache=False)
     engine = build_engine(settings, backend="fake")
     engine.load()
-    engine.workspace.max_chars = 5 * len(_document(0))
+    engine.open_documents.max_chars = 5 * len(_document(0))
     engine.document_changed("file:///mine.py", _document(999) + PREFIX)
     engine.complete(request("file:///mine.py"), CancelToken())
     for i in range(20):
         engine.document_changed(f"file:///d{i}.py", _document(i))
     engine.complete(request("file:///mine.py"), CancelToken())
-    assert "file:///mine.py" in engine.workspace.documents()
-    assert engine.workspace.chars <= engine.workspace.max_chars
-    assert "file:///d19.py" in engine.workspace.documents()
+    assert "file:///mine.py" in engine.open_documents.documents()
+    assert engine.open_documents.chars <= engine.open_documents.max_chars
+    assert "file:///d19.py" in engine.open_documents.documents()
 
 
 def test_snapshot_size_counts_the_kv_and_the_tokens():

@@ -8,16 +8,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from spec_lsp.config import Settings, merge
 from spec_lsp.engine import CancelToken, CompletionRequest, EngineError, build_engine
-from spec_lsp.engine.backends.remote import base_url
 from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.health import Health
-from spec_lsp.engine.remote_prompt import template_for
+from spec_lsp.engine.remote.client import base_url
+from spec_lsp.engine.remote.health import Health
+from spec_lsp.engine.remote.prompt import template_for
 from tests.e2e.remote_servers import Stub, free_port, self_signed
 from tests.unit.test_layering import ROOT, imports
 
@@ -38,14 +39,14 @@ def remote(url: str, told: list[str], **settings) -> Engine:
     )
     engine.notify = told.append
     engine.load()
-    assert engine.remote is not None
-    engine.remote.health.first_s, engine.remote.health.max_s = 0.05, 0.2  # quick tests
+    assert engine.stage.remote is not None
+    engine.stage.remote.health.first_s, engine.stage.remote.health.max_s = 0.05, 0.2  # quick tests
     return engine
 
 
 def wait_retry(engine: Engine) -> None:
-    assert engine.remote is not None
-    time.sleep(max(0.0, engine.remote.health.retry_at - time.monotonic()) + 0.01)
+    assert engine.stage.remote is not None
+    time.sleep(max(0.0, engine.stage.remote.health.retry_at - time.monotonic()) + 0.01)
 
 
 # -- settings and the URL policy -----------------------------------------------------------------
@@ -220,8 +221,8 @@ def test_down_at_start_then_up_recovers_without_a_second_message():
     engine = remote(f"http://127.0.0.1:{port}", told, remote_connect_timeout_ms=500)
     assert engine.ready and len(told) == 1
     assert f"127.0.0.1:{port}" in told[0] and "start the server" in told[0]
-    assert engine.remote is not None
-    health = engine.remote.health
+    assert engine.stage.remote is not None
+    health = engine.stage.remote.health
     health.retry_at = time.monotonic() + 600  # (inside the backoff however slow the machine)
     assert engine.complete(REQUEST, CancelToken()).text == ""  # inside the backoff: at once,
     assert health.failures == 1 and len(told) == 1  # without trying the server again
@@ -266,7 +267,7 @@ def test_tls_certificates_are_verified_and_a_private_ca_is_accepted(tmp_path: Pa
         stub.close()
 
 
-def test_only_the_remote_backend_imports_httpx():
+def test_only_the_remote_client_imports_httpx():
     users = sorted(
         path.relative_to(ROOT).as_posix()
         for path in ROOT.rglob("*.py")
@@ -276,7 +277,7 @@ def test_only_the_remote_backend_imports_httpx():
             for n in imports(path, path.relative_to(ROOT).as_posix())
         )
     )
-    assert users == ["engine/backends/remote.py"]
+    assert users == ["engine/remote/client.py"]
 
 
 def test_the_engine_settings_come_from_flags_and_environment(monkeypatch):
@@ -298,25 +299,25 @@ def test_the_engine_settings_come_from_flags_and_environment(monkeypatch):
 def test_the_window_budget_follows_the_servers_token_counts(stub):
     stub.chars_per_token = 5.0
     engine = remote(stub.url, [])
-    assert engine.remote is not None and engine.remote.tokens.countable
-    assert abs(engine.remote.tokens.chars_per_token - 5.0) < 0.1  # measured at connect
+    assert engine.stage.remote is not None and engine.stage.remote.tokens.countable
+    assert abs(engine.stage.remote.tokens.chars_per_token - 5.0) < 0.1  # measured at connect
     stub.chars_per_token = 2.0  # the code being edited is denser
     for i in range(3):
         engine.complete(
             CompletionRequest(prefix=f"v{i} = [{i}" * 40, document_id="d"), CancelToken()
         )
     deadline = time.monotonic() + 30  # (counted off the requests' path)
-    while engine.remote.tokens.chars_per_token > 2.2 and time.monotonic() < deadline:
+    while engine.stage.remote.tokens.chars_per_token > 2.2 and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert engine.remote.tokens.chars_per_token < 2.2  # the estimate follows
+    assert engine.stage.remote.tokens.chars_per_token < 2.2  # the estimate follows
     engine.close()
     plain = Stub()  # no tokenize endpoint: the default estimate, and nothing asked later
     try:
         engine = remote(plain.url, [])
-        assert engine.remote is not None and not engine.remote.tokens.countable
-        assert engine.remote.tokens.chars_per_token == 3.0
+        assert engine.stage.remote is not None and not engine.stage.remote.tokens.countable
+        assert engine.stage.remote.tokens.chars_per_token == 3.0
         engine.complete(REQUEST, CancelToken())
-        assert engine.remote.tokens.snapshot()["known"] == 0
+        assert engine.stage.remote.tokens.snapshot()["known"] == 0
         engine.close()
     finally:
         plain.close()
@@ -329,7 +330,7 @@ def test_the_window_holds_what_the_servers_tokenizer_counts_once_it_has_counted(
     engine = remote(
         stub.url, [], prefix_tokens=64, suffix_tokens=0, fim_template="none", cache=False
     )
-    assert engine.remote is not None
+    assert engine.stage.remote is not None
     # (long lines: ~3 tokens each by the estimate the connection measured)
     lines = "".join(
         f"value_{i:04d} = compute({', '.join(['value'] * 20)}, {i})\n" for i in range(400)
@@ -338,12 +339,12 @@ def test_the_window_holds_what_the_servers_tokenizer_counts_once_it_has_counted(
     engine.complete(request, CancelToken())
     estimated = stub.completions[-1]["prompt"].count("\n")
     deadline = time.monotonic() + 30
-    while engine.remote.tokens.snapshot()["known"] < 5 and time.monotonic() < deadline:
+    while engine.stage.remote.tokens.snapshot()["known"] < 5 and time.monotonic() < deadline:
         time.sleep(0.02)
     engine.complete(request, CancelToken())
     counted = stub.completions[-1]["prompt"].count("\n")
     assert estimated < 64 - 16 <= counted <= 64, (estimated, counted)  # (16-line blocks)
-    assert engine.remote.tokens.hits > 0
+    assert engine.stage.remote.tokens.hits > 0
     engine.close()
 
 
@@ -351,8 +352,8 @@ def test_the_window_holds_what_the_servers_tokenizer_counts_once_it_has_counted(
 def test_llama_server_is_asked_at_infill_with_the_parts_apart(stub):
     stub.llama_server = True
     engine = remote(stub.url, [], remote_api="infill")
-    assert engine.remote is not None
-    assert (engine.remote.server, engine.remote.endpoint) == ("llama-server", "infill")
+    assert engine.stage.remote is not None
+    assert (engine.stage.remote.server, engine.stage.remote.endpoint) == ("llama-server", "infill")
     request = CompletionRequest(
         prefix="import os\n\ndef add(a, b):\n    ",
         suffix="\n\nprint(add(1, 2))\n",
@@ -404,7 +405,7 @@ def test_an_infill_the_model_cannot_serve_falls_back_to_completions(stub, caplog
         CompletionRequest(prefix=PREFIX + "    x = 1\n", document_id="d"), CancelToken()
     )
     assert len(stub.infills) == 1 and len(stub.completions) == 2  # not asked again
-    assert engine.remote is not None and engine.remote.endpoint == "completions"
+    assert engine.stage.remote is not None and engine.stage.remote.endpoint == "completions"
     engine.close()
 
 
@@ -413,8 +414,11 @@ def test_llama_server_is_asked_at_completions_by_default_with_its_own_fields(stu
     llama-server, with its timings in every chunk and its prompt cache kept."""
     stub.llama_server = True
     engine = remote(stub.url, [])
-    assert engine.remote is not None
-    assert (engine.remote.server, engine.remote.endpoint) == ("llama-server", "completions")
+    assert engine.stage.remote is not None
+    assert (engine.stage.remote.server, engine.stage.remote.endpoint) == (
+        "llama-server",
+        "completions",
+    )
     engine.complete(REQUEST, CancelToken())
     assert len(stub.completions) == 1 and not stub.infills
     body = stub.completions[0]
@@ -489,3 +493,23 @@ def test_window_counts_are_never_asked_while_an_answer_streams(stub):
     assert len(streams) == 6 and len(counts) > 3
     overlapping = [c for c in counts for s in streams if c[0] < s[1] and s[0] < c[1]]
     assert overlapping == []
+
+
+def test_the_context_block_outlives_a_reload_of_the_remote_engine(stub):
+    """A block chosen for the last place asked is the context stage's: new remote settings
+    (another timeout) reload the engine, and the next ask there still opens with it."""
+    tab, main = "file:///p/shapes.py", "file:///p/main.py"
+    text = "from shapes import polygon_area\n\n\ndef report(points):\n    area = \n"
+    engine = remote(stub.url, [], fim_template="qwen")
+    engine.document_changed(tab, "def polygon_area(points):\n    return 0.0\n")
+    engine.document_changed(main, text)
+    here = CompletionRequest(prefix=text[:-1], suffix="\n", document_id=main, file_name="main.py")
+    engine.complete(here, CancelToken())
+    while engine.idle_work:  # (the block is chosen while idle, after the ask)
+        engine.idle_step(CancelToken())
+    engine.complete(replace(here, prefix=here.prefix + "p"), CancelToken())
+    assert "def polygon_area" in stub.completions[-1]["prompt"]
+    engine.update_settings(engine.settings.model_copy(update={"remote_timeout_ms": 9000}))
+    engine.complete(replace(here, prefix=here.prefix + "po"), CancelToken())
+    assert "def polygon_area" in stub.completions[-1]["prompt"]
+    engine.close()

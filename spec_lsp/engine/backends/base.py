@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from spec_lsp.engine.types import Cancelled, CancelToken, EngineError
+from spec_lsp.gguf_meta import GGUFFormatError, check_header
 
 # chunk size for abortable evaluation: Qwen2.5-Coder-1.5B on 2 cores evaluated a 512-token
 # prompt at 77 tok/s in 16-token chunks, 90 in 64, 93 in 128 and 256, 91.5 in one batch;
@@ -213,10 +214,9 @@ def check_model_file(path: str, *, what: str = "model") -> Path:
     if not file.is_file():
         raise EngineError(f"{what} file not found: {file}. {fix}")
     try:
-        with file.open("rb") as handle:
-            magic = handle.read(4)
+        check_header(file)
     except OSError as exc:
         raise EngineError(f"cannot read {what} file {file}: {exc.strerror}. {fix}") from exc
-    if magic != b"GGUF":
-        raise EngineError(f"{what} file {file} is not a GGUF model (bad magic {magic!r}). {fix}")
+    except GGUFFormatError as exc:
+        raise EngineError(f"{what} file {file} is not a GGUF model ({exc}). {fix}") from exc
     return file

@@ -3,7 +3,7 @@
 A block is chosen for a document (ranking.select) and kept until the document's focus changes:
 its text must stay the same from request to request, because its KV is reused only as a prefix
 of identical tokens. It is evaluated while the person reads (the file prefix grows after it);
-a request uses it only when that costs no more than the prompt without it (engine._prompt).
+a request uses it only when that costs no more than the prompt without it (`LocalStage.prompt`).
 """
 
 from __future__ import annotations

@@ -3,11 +3,16 @@ block chosen for the document in focus.
 
 Everything here runs off the request path: documents arrive as text (instantly: they are only
 kept), their definitions are parsed while idle (`parse`), the workspace is read on a thread of
-its own, and a block is chosen while idle from what is parsed (engine.grow_file_prefix), and
-chosen again once more is. `generation`
-counts changes to what a block is chosen from (other documents, the workspace): a block is
-chosen again when it moved, or when the file prefix anchors anew (the focus moved). Edits to
-the document in focus do not change its block: typing must not move the KV under it.
+its own, and a block is chosen while idle from what is parsed (engine.idle_step), and
+chosen again once more is. `generation` counts changes to what a block is chosen from (other
+documents, the workspace): a block is chosen again when it moved, or when the file prefix
+anchors anew (the focus moved). Edits to the document in focus do not change its block:
+typing must not move the KV under it.
+
+This class is the context's one door. A completing stage names what it chooses a block for
+(its `focus`: the file prefix's document and anchor in process, the last place's stretch of
+lines on a server), asks whether that block is `stale`, and has it chosen (`choose_at`); the
+generation and the last choice stay in here.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.context.ranking import SimilarWindows, select
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.workspace import Workspace
+from spec_lsp.engine.types import CompletionRequest
 from spec_lsp.textdiff import common_prefix, common_suffix
 
 log = logging.getLogger(__name__)
@@ -70,6 +76,8 @@ class ContextStage:
         self.tokens_shown = 0
         self.tokens_cached = 0
         self.last: list[dict[str, Any]] = []  # the parts of the block chosen last
+        self._chosen_for: tuple[Any, ...] = ()  # the focus and generation of the last choice
+        self.block: Block | None = None  # the block chosen last (for the document in focus)
 
     # -- what the editor says ------------------------------------------------------------------
     def set_folders(self, folders: Sequence[str], *, max_files: int, max_mb: int) -> None:
@@ -125,6 +133,8 @@ class ContextStage:
 
     def document_closed(self, document_id: str) -> None:
         path = document_path(document_id)
+        if self.block is not None and self.block.document == document_id:
+            self.block = None  # (chosen again for it, once reopened: the generation moves)
         with self._lock:
             if self._documents.pop(path, None) is not None:
                 self._dirty.discard(path)
@@ -188,6 +198,42 @@ class ContextStage:
                 self._moved = False
 
     # -- a block, while idle -------------------------------------------------------------------
+    def stale(self, focus: tuple[Any, ...]) -> bool:
+        """Whether the block is to be chosen again for `focus` (what the completing stage
+        chooses it for: the document, the anchor or stretch of lines, the budget): the focus
+        moved, or what blocks are chosen from changed since the last choice."""
+        return (*focus, self.generation) != self._chosen_for
+
+    def choose_at(
+        self,
+        place: CompletionRequest | None,
+        focus: tuple[Any, ...],
+        *,
+        first_line: int,
+        budget: int,
+        count_tokens: Callable[[str], int],
+    ) -> Block | None:
+        """The block for a place whose window starts at `first_line` (None without a place),
+        chosen for `focus` until that is stale."""
+        self._chosen_for = (*focus, self.generation)
+        if place is None:
+            self.block = None
+            return None
+        self.block = self.choose(
+            place.document_id,
+            place.prefix + place.suffix,
+            len(place.prefix),
+            (first_line, place.prefix.count("\n") + 1),
+            budget=budget,
+            count_tokens=count_tokens,
+        )
+        return self.block
+
+    def block_for(self, document_id: str) -> Block | None:
+        """The block chosen last, if it was chosen for this document."""
+        block = self.block
+        return block if block is not None and block.document == document_id else None
+
     def choose(
         self,
         document_id: str,

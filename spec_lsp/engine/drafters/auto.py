@@ -1,7 +1,7 @@
 """`drafter = auto`: each round, the draft source with the best expected tokens per second.
 
 The adaptive policy picks k; this picks where the draft comes from. Free sources (prompt n-gram,
-workspace n-gram) propose every round; the draft model costs real time, so it runs only when
+the open documents' n-gram) propose every round; the draft model costs real time, so it runs only when
 chosen. With alpha_s,j the running acceptance of source s at draft position j, a proposal of n
 tokens is worth
     rate(s) = E_s[tokens | n] / (draft_seconds(s, n) + verify_seconds(n + 1)),

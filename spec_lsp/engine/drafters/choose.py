@@ -1,5 +1,5 @@
 """The draft sources in use: the drafter the `drafter` setting names (built once per load: it
-learns), and the workspace index it reads, fed by the editor's document changes.
+learns), and the index of the open documents it reads, fed by the editor's document changes.
 
 `document_changed` runs on the editor's thread and only records the text; the index takes it on
 the engine's thread before the next completion (`for_request`), re-indexing only the lines that
@@ -15,10 +15,10 @@ from spec_lsp.engine.backends.base import ModelBackend
 from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.base import Drafter
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
-from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex
+from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.types import CompletionRequest
 
@@ -36,7 +36,7 @@ def model_drafter(draft: ModelBackend, target: ModelBackend) -> Drafter:
 
 class DraftSources:
     def __init__(self) -> None:
-        self.workspace = WorkspaceIndex()  # open documents + accepted completions
+        self.open_documents = OpenDocuments()  # open documents + accepted completions
         self.drafter: Drafter | None = None
         self._to_index: dict[str, str | None] = {}  # latest text per changed document (None: drop)
         self._index_lock = threading.Lock()
@@ -56,11 +56,11 @@ class DraftSources:
         if kind == "ngram":
             self.drafter = NgramDrafter()
         elif kind == "workspace":
-            self.drafter = WorkspaceDrafter(self.workspace, target)
+            self.drafter = DocumentsDrafter(self.open_documents, target)
         elif kind == "model":
             self.drafter = model
         elif kind == "auto":
-            lookups = [NgramDrafter(), WorkspaceDrafter(self.workspace, target)]
+            lookups = [NgramDrafter(), DocumentsDrafter(self.open_documents, target)]
             self.drafter = AutoDrafter(lookups, model=model, profile=profile)
         else:
             self.drafter = None
@@ -86,12 +86,12 @@ class DraftSources:
         self, request: CompletionRequest, profile: CostProfile | None
     ) -> Drafter | None:
         """The drafter, told about this request (its document, cursor, the costs known now)."""
-        self.workspace.active = request.document_id  # never trimmed from the index
+        self.open_documents.active = request.document_id  # never trimmed from the index
         self.catch_up()
         drafter = self.drafter
         lookups = [s.drafter for s in drafter.sources] if isinstance(drafter, AutoDrafter) else []
         for source in [drafter, *lookups]:
-            if isinstance(source, WorkspaceDrafter):
+            if isinstance(source, DocumentsDrafter):
                 source.document_id, source.cursor = request.document_id, len(request.prefix)
         if isinstance(drafter, AutoDrafter):
             drafter.set_profile(profile)
@@ -104,16 +104,16 @@ class DraftSources:
         or accepted whole before the cursor, it is indexed for lookup."""
         previous = self._shown.get(request.document_id)
         if previous is not None and previous[2] and _follows(request.prefix, *previous):
-            self.workspace.add_accepted(previous[2])  # the last suggestion was accepted whole
+            self.open_documents.add_accepted(previous[2])  # the last suggestion was accepted whole
         self._shown[request.document_id] = (len(request.prefix), request.prefix[-SHOWN_TAIL:], text)
 
     def to_measure(self) -> Drafter | None:
         """The drafter whose cost the profile measures: auto's draft model (its lookups cost
-        nothing worth pricing); not the workspace lookup, which needs a request's document."""
+        nothing worth pricing); not the open documents' lookup, which needs a request's document."""
         drafter = self.drafter
         if isinstance(drafter, AutoDrafter):
             return next((s.drafter for s in drafter.sources if not s.free), None)
-        return None if isinstance(drafter, WorkspaceDrafter) else drafter
+        return None if isinstance(drafter, DocumentsDrafter) else drafter
 
     def report(self) -> dict[str, Any] | None:
         return self.drafter.report() if isinstance(self.drafter, AutoDrafter) else None
@@ -124,7 +124,7 @@ class DraftSources:
     def memory(self) -> dict[str, Any]:
         auto = self.drafter if isinstance(self.drafter, AutoDrafter) else None
         return {
-            "workspace": self.workspace.memory(),
+            "workspace": self.open_documents.memory(),
             "shown": len(self._shown),
             "auto_estimates": len(auto.documents()) if auto is not None else 0,
         }
@@ -135,9 +135,9 @@ class DraftSources:
             pending, self._to_index = self._to_index, {}
         for document_id, text in pending.items():
             if text is None:
-                self.workspace.remove(document_id)
+                self.open_documents.remove(document_id)
             else:
-                self.workspace.update(document_id, text)
+                self.open_documents.update(document_id, text)
 
 
 def _follows(prefix: str, length: int, tail: str, text: str) -> bool:

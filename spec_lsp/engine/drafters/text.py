@@ -1,6 +1,6 @@
 """Text between tokenizers: the text of a target context, kept up to date token by token, and
 text turned back into target tokens with the boundary handled (shared by the cross-vocabulary
-drafter and the workspace lookup, which both draft text)."""
+drafter and the open documents' lookup, which both draft text)."""
 
 from __future__ import annotations
 

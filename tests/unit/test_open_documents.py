@@ -12,16 +12,16 @@ from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import CORPUS, FIM_MID, FIM_PRE, FIM_SUF, corpus_model
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.base import DraftRequest
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
-from spec_lsp.engine.drafters.workspace_index import WorkspaceIndex, split_lines
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
+from spec_lsp.engine.drafters.open_documents import OpenDocuments, split_lines
 from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 HELPER = "def helper(values):\n    total = sum(v * 2 for v in values)\n    return total\n"
 
 
-def rebuilt(index: WorkspaceIndex) -> WorkspaceIndex:
-    fresh = WorkspaceIndex(key_chars=index.key_chars, max_candidates=index.max_candidates)
+def rebuilt(index: OpenDocuments) -> OpenDocuments:
+    fresh = OpenDocuments(key_chars=index.key_chars, max_candidates=index.max_candidates)
     for doc_id in index.documents():
         fresh.update(doc_id, index.text(doc_id) or "")
     return fresh
@@ -40,7 +40,7 @@ edit = st.one_of(
     start=st.lists(text, min_size=3, max_size=3), edits=st.lists(edit, max_size=15), data=st.data()
 )
 def test_incremental_updates_equal_a_rebuild(start, edits, data):
-    index = WorkspaceIndex(key_chars=4, max_candidates=10_000)
+    index = OpenDocuments(key_chars=4, max_candidates=10_000)
     texts = {f"doc{i}": t for i, t in enumerate(start)}
     for doc_id, t in texts.items():
         index.update(doc_id, t)
@@ -75,7 +75,7 @@ def test_incremental_updates_equal_a_rebuild(start, edits, data):
 
 
 def test_a_match_in_another_document_proposes_what_followed():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("lib.py", "import os\n\n" + HELPER + "\n\nprint(helper([1]))\n")
     index.update("app.py", "from lib import helper\n\n")
     match = index.lookup("x = 1\n\ndef helper(values):\n    total = s", max_chars=30)
@@ -85,7 +85,7 @@ def test_a_match_in_another_document_proposes_what_followed():
 
 
 def test_the_longest_match_wins_and_ties_go_to_the_current_document():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("a.py", "    value = compute(x)\n    result = other(y)\n")
     index.update("b.py", "class A:\n    result = first(z)\n")
     index.update("c.py", "    value = compute(x)\n    result = second(z)\n")
@@ -101,7 +101,7 @@ def test_the_longest_match_wins_and_ties_go_to_the_current_document():
 
 def test_the_cursor_is_not_a_repeat_of_itself():
     source = "def area(r):\n    return 3.14 * r * r\n\n\ndef circ(r):\n    return 2 * 3.14 * r\n"
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("doc", source)
     cursor = source.index("2 * 3.14")
     prefix = source[:cursor]
@@ -111,7 +111,7 @@ def test_the_cursor_is_not_a_repeat_of_itself():
 
 
 def test_accepted_completions_are_searchable_and_the_oldest_are_forgotten():
-    index = WorkspaceIndex(max_accepted=2)
+    index = OpenDocuments(max_accepted=2)
     index.add_accepted("    parser.add_argument('--verbose', action='store_true')\n")
     match = index.lookup("    parser.add_argument('--ver", max_chars=20)
     assert match is not None and match.continuation == "bose', action='store"
@@ -122,7 +122,7 @@ def test_accepted_completions_are_searchable_and_the_oldest_are_forgotten():
 
 
 def test_removed_documents_are_not_found():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("lib.py", HELPER)
     assert index.lookup("def helper(values):\n    tot") is not None
     index.remove("lib.py")
@@ -132,7 +132,7 @@ def test_removed_documents_are_not_found():
 
 
 def test_an_edit_reindexes_only_the_lines_it_touches():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     big = "".join(f"line_{i} = compute({i})\n" for i in range(2000))
     index.update("big.py", big)
     before = index.entries()
@@ -144,7 +144,7 @@ def test_an_edit_reindexes_only_the_lines_it_touches():
 
 
 def test_change_offsets_are_checked_and_lines_split_on_newline_only():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("d", "ab\n")
     with pytest.raises(ValueError):
         index.apply_change("d", 2, 9, "x")
@@ -187,11 +187,11 @@ def decode(prompt, drafter, k, max_tokens):
 
 
 def test_workspace_drafts_from_another_file_are_accepted():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("corpus.py", "\n".join(CORPUS))
     model = corpus_model(delay_s=0)
     prompt = fim_prompt(model, "import os\n\nclass Point:\n    def __init__(self, x, y):\n")
-    drafter = WorkspaceDrafter(index, model, document_id="current.py")
+    drafter = DocumentsDrafter(index, model, document_id="current.py")
     out, stats = decode(prompt, drafter, 8, 40)
     assert out == plain_greedy(prompt, 40)
     assert bytes(out).decode().startswith("        self.x = x\n")
@@ -200,11 +200,11 @@ def test_workspace_drafts_from_another_file_are_accepted():
 
 
 def test_the_drafter_proposes_at_most_max_tokens_without_the_unfinished_last_token():
-    index = WorkspaceIndex()
+    index = OpenDocuments()
     index.update("lib.py", HELPER)
     model = corpus_model(delay_s=0)
     context = fim_prompt(model, "def helper(values):\n    to")
-    drafter = WorkspaceDrafter(index, model)
+    drafter = DocumentsDrafter(index, model)
     rng = np.random.default_rng(0)
     proposal = drafter.draft(DraftRequest(context, 5, SamplingParams(), rng)).tokens
     assert bytes(proposal) == b"tal ="
@@ -220,13 +220,13 @@ def test_the_drafter_proposes_at_most_max_tokens_without_the_unfinished_last_tok
     max_tokens=st.integers(1, 30),
 )
 def test_greedy_with_workspace_drafts_equals_plain_greedy(docs, prefix, k, max_tokens):
-    index = WorkspaceIndex(key_chars=4)
+    index = OpenDocuments(key_chars=4)
     for i, doc in enumerate(docs):
         index.update(f"d{i}", doc + prefix)
     model = corpus_model(delay_s=0)
     prompt = fim_prompt(model, prefix)
     out, stats = decode(
-        prompt, WorkspaceDrafter(index, model, document_id="d0", cursor=0), k, max_tokens
+        prompt, DocumentsDrafter(index, model, document_id="d0", cursor=0), k, max_tokens
     )
     assert out == plain_greedy(prompt, max_tokens)
     assert stats.accepted <= stats.drafted
@@ -235,7 +235,7 @@ def test_greedy_with_workspace_drafts_equals_plain_greedy(docs, prefix, k, max_t
 def test_a_tie_at_the_end_of_a_document_does_not_hide_a_match_with_a_continuation():
     """Found by hypothesis: two documents end the same way, the most recent one with nothing
     after the match. The lookup must propose the other one's continuation, not give up."""
-    index = WorkspaceIndex(key_chars=4)
+    index = OpenDocuments(key_chars=4)
     index.update("doc2", "==========_=")
     index.update("doc0", "==========_")
     match = index.lookup("==========_", max_chars=20)
@@ -245,7 +245,7 @@ def test_a_tie_at_the_end_of_a_document_does_not_hide_a_match_with_a_continuatio
 def test_text_added_at_the_end_joins_a_last_line_without_a_newline():
     """Hypothesis found it: typing at the very end of ' =' made a line of its own, so the keys
     that span ' =a=' were missing until a rebuild."""
-    index = WorkspaceIndex(key_chars=4, max_candidates=10_000)
+    index = OpenDocuments(key_chars=4, max_candidates=10_000)
     index.update("d", "=\n =")
     index.apply_change("d", 4, 4, "a=_ \nabb=")
     assert index.text("d") == "=\n =a=_ \nabb="

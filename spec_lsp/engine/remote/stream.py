@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec_lsp.engine.backends.remote import COMPLETIONS, INFILL, Chunk, RemoteClient
+from spec_lsp.engine.remote.client import COMPLETIONS, INFILL, Chunk, RemoteClient
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 

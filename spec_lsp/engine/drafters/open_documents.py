@@ -1,4 +1,4 @@
-"""N-gram lookup over the workspace: the whole current document (not just the prompt's window),
+"""N-gram lookup over the open documents: the whole current document (not just the prompt's window),
 the other open documents, and recently accepted completions.
 
 The index is over text, not tokens. Documents arrive as text and change as text (didChange), a
@@ -87,7 +87,7 @@ class Match:
     continuation: str
 
 
-class WorkspaceIndex:
+class OpenDocuments:
     """Documents by id, indexed for `lookup`; every method is thread-safe (the editor's thread
     updates, the engine's thread looks up)."""
 
@@ -170,8 +170,8 @@ class WorkspaceIndex:
                 self.remove(doc_id)
 
     def memory(self) -> dict[str, Any]:
-        """Documents and characters indexed, accepted completions apart (workspace-wide, the
-        latest max_accepted); max_chars bounds both together."""
+        """Documents and characters indexed, accepted completions apart (over all open
+        documents, the latest max_accepted); max_chars bounds both together."""
         with self._lock:
             accepted = [self._docs[d] for d in self._accepted if d in self._docs]
             accepted_chars = sum(doc.chars for doc in accepted)

@@ -2,7 +2,7 @@
 /infill, else /v1/completions), its streamed answer, and the fallback from an /infill the server
 cannot serve (a model without FIM tokens) to /v1/completions, then and after.
 
-The stop rules are the engine's (`postprocess`, as in process); what the text so far is for
+The stop rules are the request's (`postprocess.Shaping`, as in process); what the text so far is for
 (in-flight reuse, the first answer) is the caller's `on_text`.
 
 `prewarm`: llama-server keeps the KV of the last prompt (`cache_prompt`); after an edit, while
@@ -16,12 +16,12 @@ import logging
 from collections.abc import Callable
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import postprocess
-from spec_lsp.engine.backends.remote import RemoteFault
 from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.decode.remote import StreamJob, stream_decode
-from spec_lsp.engine.loading import RemoteLoaded
-from spec_lsp.engine.remote_prompt import TextPrompt, build, build_infill
+from spec_lsp.engine.postprocess import Shaping
+from spec_lsp.engine.remote.client import RemoteFault
+from spec_lsp.engine.remote.connect import RemoteLoaded
+from spec_lsp.engine.remote.prompt import TextPrompt, build, build_infill
+from spec_lsp.engine.remote.stream import StreamJob, stream_decode
 from spec_lsp.engine.types import CancelToken, CompletionRequest, DecodeStats, SamplingParams
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def ask(
     request: CompletionRequest,
     settings: Settings,
     *,
-    multiline: bool,
+    shaping: Shaping,
     block: Block | None,
     cancel: CancelToken,
     stats: DecodeStats,
@@ -65,13 +65,10 @@ def ask(
     """The prompt sent and the server's text (the stream closed once the stop rules are met).
     Raises RemoteFault or Cancelled."""
     while True:
-        prompt = prompt_for(remote, request, settings, multiline=multiline, block=block)
+        prompt = prompt_for(remote, request, settings, multiline=shaping.multiline, block=block)
 
         def should_stop(text: str, prompt: TextPrompt = prompt) -> bool:
-            text = prompt.generated(text)
-            return any(stop in text for stop in request.stop) or postprocess.stop_reached(
-                text, prefix=request.prefix, suffix=request.suffix, multiline=multiline
-            )
+            return shaping.stop_reached(prompt.generated(text))
 
         def progress(text: str, prompt: TextPrompt = prompt) -> None:
             on_text(prompt.generated(text))

@@ -3,10 +3,10 @@ in-process engine's (`prompt`), as one string the server tokenizes (`build`, for
 /v1/completions), or as the parts llama-server's /infill lays out itself (`build_infill`).
 
 No local tokenizer: the window is budgeted with the server's own counts of its blocks of lines,
-learnt off the request's path (`remote_tokens`); a text not counted yet is estimated.
+learnt off the request's path (`tokens`); a text not counted yet is estimated.
 
 The context block (other files' parts, engine/context) opens the prompt as in-process, chosen
-while idle for the last place asked (engine._choose_remote_block); /infill takes its files as
+while idle for the last place asked (`stage`); /infill takes its files as
 `input_extra`.
 
 What the in-process engine does and this cannot: token healing (it needs the vocabulary and a

@@ -1,24 +1,26 @@
-"""The workspace drafter: what followed the longest earlier occurrence of the context's end in
-any open document or accepted completion (`WorkspaceIndex`), as target tokens."""
+"""The open documents' drafter (`drafter: workspace`): what followed the longest earlier
+occurrence of the context's end in any open document or accepted completion
+(`OpenDocuments`), as target tokens. (Files of the workspace folders that are not open are
+context, `context/workspace.py`, not drafts.)"""
 
 from __future__ import annotations
 
 from spec_lsp.engine.backends.base import ModelBackend
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
+from spec_lsp.engine.drafters.open_documents import Match, OpenDocuments
 from spec_lsp.engine.drafters.text import ContextText, complete_utf8, text_to_target
-from spec_lsp.engine.drafters.workspace_index import Match, WorkspaceIndex
 
 
-class WorkspaceDrafter(Drafter):
-    """Propose what followed the longest earlier occurrence of the context's end, anywhere in
-    the workspace. Free to compute; strong where code repeats across files."""
+class DocumentsDrafter(Drafter):
+    """Propose what followed the longest earlier occurrence of the context's end, in any open
+    document. Free to compute; strong where code repeats across files."""
 
     name = "workspace"
     free = True
 
     def __init__(
         self,
-        index: WorkspaceIndex,
+        index: OpenDocuments,
         target: ModelBackend,
         *,
         document_id: str = "",

@@ -1,0 +1,159 @@
+"""One request on its way through the engine, made once when it arrives: the request, its cancel
+token and kind, its post-processing (`postprocess.Shaping`: multi-line or not, the stop rule,
+the text shown), its statistics, and the first answer that watches its text grow
+(`first_answer`). The stage that completes it reads what it needs here and tells it the text so
+far (`progress`) and when it is done (`settled`). `CompletingStage` is that stage's interface:
+in-process (`local.py`) or a server's (`remote/stage.py`); `NotLoaded` stands in before a load."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from spec_lsp.config import Settings
+from spec_lsp.engine.cache.in_flight import InFlight
+from spec_lsp.engine.first_answer import FirstAnswer
+from spec_lsp.engine.policy.profile import CostProfile
+from spec_lsp.engine.postprocess import Shaping
+from spec_lsp.engine.stats import EngineTotals, reuse_kind
+from spec_lsp.engine.types import (
+    CancelToken,
+    Completion,
+    CompletionRequest,
+    DecodeStats,
+    EngineError,
+)
+
+
+@dataclass
+class Answer:
+    request: CompletionRequest
+    cancel: CancelToken
+    kind: str  # "" when asked, "precompute", or the scheduler's name for its reuse
+    shaping: Shaping
+    stats: DecodeStats
+    first: FirstAnswer
+    in_flight: InFlight  # the running generation's text, for requests typed meanwhile
+    totals: EngineTotals
+
+    def progress(self, generated: str) -> None:
+        """A generation's text so far: in-flight reuse sees it, the first answer may go."""
+        self.in_flight.track(self.request, generated)
+        self.first.progress(generated)
+
+    def settled(self) -> None:
+        """The generation ended, however (its `stats.cache` told): the totals count it."""
+        self.in_flight.clear()
+        self.first.describe(self.stats)
+        self.totals.record(self.stats, cancelled=self.cancel.cancelled)
+
+
+def begin(
+    request: CompletionRequest,
+    cancel: CancelToken,
+    *,
+    kind: str,
+    settings: Settings,
+    reply: Callable[[Completion], None] | None,
+    in_flight: InFlight,
+    totals: EngineTotals,
+) -> Answer:
+    """The request's answer, its first answer wired to `reply` (called once, earlier, with what
+    can be shown, while the generation goes on: first_answer.py)."""
+    shaping = Shaping(request, settings.multiline)
+    stats = DecodeStats(drafter=settings.drafter)
+
+    def early(text: str) -> None:
+        assert reply is not None
+        cache = stats.cache or reuse_kind(stats)  # (the prompt is evaluated by now)
+        answered = first.seconds or 0.0  # (set before the reply)
+        so_far = replace(
+            stats,
+            stop_reason="first_answer",
+            cache=cache,
+            # the decoding so far (and the prompt's layout, a few ms): the rest of the time
+            # since the request began
+            decode_seconds=max(0.0, answered - stats.prompt_seconds),
+            k_trace=list(stats.k_trace),
+            accepted_trace=list(stats.accepted_trace),
+        )
+        first.describe(so_far)
+        reply(Completion(text=text, stats=so_far))
+
+    budget_s = settings.answer_budget_ms / 1000
+    first = FirstAnswer(
+        early if reply and budget_s else None,
+        budget_s=budget_s,
+        show=lambda generated: shaping.shown(generated)[1],
+        partial=not request.invoked,  # an Invoked request's first line is answered whole
+    )
+    return Answer(request, cancel, kind, shaping, stats, first, in_flight, totals)
+
+
+class CompletingStage(Protocol):
+    """The stage that completes a request, and what it does while the person reads."""
+
+    @property
+    def needs_profile(self) -> bool:
+        """Whether the adaptive policy still waits for this machine's cost profile."""
+
+    def configure(self, settings: Settings) -> None:
+        """New settings for the same model."""
+
+    def complete(self, answer: Answer) -> str | None:
+        """The generated text, before post-processing (None: answered empty); calls
+        `answer.settled()` once it has generated (or failed to)."""
+
+    def opened(self, request: CompletionRequest) -> None:
+        """A document opened (the request: its start, no cursor yet)."""
+
+    def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
+        """The prompt of the place edited evaluated ahead; the tokens evaluated."""
+
+    @property
+    def idle_work(self) -> bool:
+        """Whether it has work for idle time."""
+
+    def idle_step(self, cancel: CancelToken) -> int:
+        """Its next piece of idle work, until done or cancelled; the tokens evaluated."""
+
+    def ensure_profile(self, *, remeasure: bool = False) -> CostProfile:
+        """This machine's cost profile, measured unless cached."""
+
+    def report(self) -> dict[str, Any]:
+        """What `stats()` shows of it."""
+
+    def close(self) -> None:
+        """Release the model (or the connection)."""
+
+
+class NotLoaded:
+    """The stage before a load, or after one failed: nothing to complete, nothing to do idle."""
+
+    needs_profile = False
+    idle_work = False
+
+    def configure(self, settings: Settings) -> None:
+        pass
+
+    def complete(self, answer: Answer) -> str | None:
+        raise EngineError("the model is not loaded yet")
+
+    def opened(self, request: CompletionRequest) -> None:
+        pass
+
+    def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
+        return 0
+
+    def idle_step(self, cancel: CancelToken) -> int:
+        return 0
+
+    def ensure_profile(self, *, remeasure: bool = False) -> CostProfile:
+        raise EngineError("the model is not loaded yet")
+
+    def report(self) -> dict[str, Any]:
+        return {"cost_profile": None}
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,336 @@
+"""The in-process stage: GGUF models on this machine, behind the same small interface as the
+remote stage (`answer.CompletingStage`).
+
+A request: its prompt (the window around the cursor, or laid out from the file prefix's line
+when that evaluates fewer tokens, opening with the context block when that costs no more) ->
+the KV caches made to hold as much of it as any cache does -> the speculative loop with the
+request's drafter, policy and stop rule. While idle: the file prefix grown, its context block
+chosen, and the last place prewarmed with a new block. And the machine's cost profile, which
+the adaptive policy prices drafts with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from spec_lsp.config import Settings
+from spec_lsp.engine import calibrate, loading
+from spec_lsp.engine.answer import Answer
+from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.file_prefix import FilePrefix
+from spec_lsp.engine.loading import Loaded
+from spec_lsp.engine.policy import profile as cost_profile
+from spec_lsp.engine.policy.adaptive import make_policy
+from spec_lsp.engine.prompt import Prompt, PromptBuilder
+from spec_lsp.engine.stats import EngineTotals, reuse_kind
+from spec_lsp.engine.stores import Stores
+from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
+
+log = logging.getLogger(__name__)
+
+# a prompt with the context block is used when it evaluates at most this many tokens more than
+# the prompt without it (the block's KV is evaluated while idle, never on a request's time)
+CONTEXT_SLACK = 16
+
+
+class LocalStage:
+    def __init__(
+        self,
+        loaded: Loaded,
+        *,
+        settings: Settings,
+        backend: str,
+        stores: Stores,
+        totals: EngineTotals,
+    ) -> None:
+        self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
+        self.backend, self.stores, self.totals = backend, stores, totals
+        self.profile: cost_profile.CostProfile | None = None
+        self.configure(settings)
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        backend: str,
+        report: Callable[[str], None],
+        stores: Stores,
+        totals: EngineTotals,
+    ) -> LocalStage:
+        """Load the models the settings name. Raises EngineError with the fix."""
+        loaded = loading.open_models(settings, backend, report)
+        totals.model_names = [m.info.name for m in (loaded.target, loaded.draft) if m]
+        return cls(loaded, settings=settings, backend=backend, stores=stores, totals=totals)
+
+    def configure(self, settings: Settings) -> None:
+        """New settings for the same models: KV shift, the cost profile, the drafter."""
+        self.settings = settings
+        on = settings.kv_shift and settings.cache
+        for model in (self.loaded.target, self.loaded.draft):
+            if model is not None:
+                model.shift_min = SHIFT_MIN_TOKENS if on else 0
+        self.profile = cost_profile.load_cached(self.profile_key())
+        self.stores.sources.build(
+            settings.drafter, self.loaded.target, self.loaded.draft, self.profile
+        )
+
+    def close(self) -> None:
+        self.loaded.close()
+        self.stores.sources.drafter = None
+
+    def opened(self, request: CompletionRequest) -> None:
+        """A document opened: if no document holds the file prefix, its own grows while idle."""
+        if self.settings.cache:
+            self.stores.file_prefix.adopt(request, self.prompts, self.settings)
+
+    # -- a request ---------------------------------------------------------------------------
+    def complete(self, answer: Answer) -> str | None:
+        """The generated text (None: nothing to ask, the prompt is empty)."""
+        request, stats, stores = answer.request, answer.stats, self.stores
+        prompt = self.prompt(request)
+        if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest
+            stats.stop_reason = "empty_prompt"
+            return None
+        self._context_stats(request, prompt, stats)
+        reused = self.prepare_caches(request.document_id, prompt)
+        stats.cache = answer.kind or reused  # (a first answer tells it; completed at the end)
+        stores.in_flight.track(request, "")  # a key typed meanwhile may wait for what it writes
+        try:
+            tokens = self._decode(answer, prompt)
+        finally:
+            stats.cache = answer.kind or reused or reuse_kind(stats)
+            answer.settled()
+            if self.settings.cache:  # where the file prefix grows next, while idle
+                stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+        stores.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
+        return self.prompts.text(prompt, tokens)
+
+    def prompt(self, request: CompletionRequest, *, idle: bool = False) -> Prompt:
+        """The window around the cursor, or the prompt laid out from the file prefix's line
+        when that evaluates fewer tokens (and shows the model no less of the file); opening
+        with the document's context block when that evaluates no more than without it (its KV
+        is evaluated while idle: a request never waits for context). `idle` (a prewarm):
+        with the block once the file prefix holds it, whatever it costs."""
+        prompts, settings = self.prompts, self.settings
+        prompt = prompts.build(request, settings)
+        if not settings.cache or not prompt.tokens:
+            return prompt
+        fp = self.stores.file_prefix
+        block = fp.block if fp.document == request.document_id else None
+        candidates = [prompt]
+        if block is not None:
+            candidates.append(prompts.build(request, settings, block))
+        anchored = fp.prompt(request, prompts, settings)  # (with the block, if any)
+        if anchored is not None and anchored.first_line <= prompt.first_line:
+            candidates.append(anchored)
+        costs = [self._to_evaluate(request, p) for p in candidates]
+
+        def cheapest(with_block: bool) -> int | None:  # (a tie goes to the anchored prompt)
+            found = [i for i, p in enumerate(candidates) if (p.block is not None) == with_block]
+            return min(found, key=lambda i: (costs[i], not candidates[i].anchored), default=None)
+
+        best, context = cheapest(False), cheapest(True)
+        assert best is not None  # (the window without the block is always there)
+        ready = idle and not fp.pending  # (the file prefix holds the block)
+        if context is not None and (ready or costs[context] <= costs[best] + CONTEXT_SLACK):
+            best = context
+        if candidates[best].anchored:
+            fp.used += 1
+        return candidates[best]
+
+    def prompt_tokens(self, request: CompletionRequest) -> list[int]:
+        return self.prompts.tokens(request, self.settings)[0]
+
+    def _context_stats(
+        self, request: CompletionRequest, prompt: Prompt, stats: DecodeStats
+    ) -> None:
+        """Which context parts the prompt opens with, and how many of their tokens the KV
+        cache held."""
+        if prompt.block is None:
+            return
+        tokens = self.prompts.block_tokens(prompt.block)
+        held = len(prompt.tokens) - self._to_evaluate(request, prompt)
+        stats.context_chunks = prompt.block.describe()
+        stats.context_tokens, stats.context_cached_tokens = tokens, min(tokens, held)
+        self.stores.context.record(tokens, stats.context_cached_tokens)
+
+    def _to_evaluate(self, request: CompletionRequest, prompt: Prompt) -> int:
+        """Tokens of the prompt that no cache holds."""
+        live = common_prefix_len(self.loaded.target.tokens, prompt.tokens)
+        saved = self.stores.states.held(request.document_id, prompt.tokens)
+        return len(prompt.tokens) - max(live, saved, self.stores.file_prefix.held(prompt.tokens))
+
+    def prepare_caches(self, document: str, prompt: Prompt) -> str:
+        """The live KV cache made to hold as much of the prompt as any cache does; how."""
+        loaded, fp = self.loaded, self.stores.file_prefix
+        if not self.settings.cache:
+            loaded.target.truncate(0)
+            if loaded.draft is not None:
+                loaded.draft.truncate(0)
+            return "off"
+        target, tokens = loaded.target, prompt.tokens
+        keep_live = not fp.holds_all(target.tokens)  # else it is the snapshot
+        reused = self.stores.states.switch(
+            document, tokens, target, loaded.draft, keep_live=keep_live
+        )
+        if fp.restore(target, tokens) or (prompt.anchored and not reused):
+            return "file_prefix"
+        return reused
+
+    def _decode(self, answer: Answer, prompt: Prompt) -> list[int]:
+        """The speculative loop with this request's drafter, policy and stop rule."""
+        request, stores, prompts = answer.request, self.stores, self.prompts
+        drafter = stores.sources.for_request(request, self.profile)
+        job = DecodeJob(
+            prompt.tokens,
+            request.max_tokens,
+            request.sampling,
+            self.loaded.stop_ids,
+            lambda tokens: answer.shaping.stop_reached(prompts.text(prompt, tokens)),
+            continuation=stores.continuations.get(request.document_id)
+            if self.settings.cache
+            else (),
+            on_round=lambda out: answer.progress(prompts.text(prompt, out)),
+            first_allowed=prompt.first_allowed,
+        )
+        temperature = request.sampling.temperature
+        estimate = stores.book.estimate(request.document_id, request.language, temperature)
+        policy = make_policy(self.settings, self.profile, estimate)
+        rng = np.random.default_rng(request.sampling.seed)
+        try:
+            return generate(
+                self.loaded.target,
+                drafter,
+                policy,
+                job,
+                cancel=answer.cancel,
+                rng=rng,
+                stats=answer.stats,
+            )
+        finally:
+            stores.book.remember_language(request.language, temperature, estimate)
+
+    # -- idle time ---------------------------------------------------------------------------
+    def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
+        """Evaluate the prompt for the place edited, so that a request there (or after more
+        typing on the line) finds it in the KV cache. Returns the tokens evaluated; a cancel
+        stops it between chunks, keeping what was done."""
+        if not self.settings.cache:
+            return 0
+        prompt = self.prompt(request, idle=True)
+        if not prompt.tokens:
+            return 0
+        self.prepare_caches(request.document_id, prompt)
+        self.stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+        target = self.loaded.target
+        _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
+        self.totals.count_prewarm(evaluated)
+        return evaluated
+
+    @property
+    def idle_work(self) -> bool:
+        """The file prefix to evaluate further, its context block to choose, or the last place
+        to prewarm with a new block."""
+        fp = self.stores.file_prefix
+        return self.settings.cache and (
+            fp.pending
+            or (fp.request is not None and self.stores.context.stale(self._focus()))
+            or fp.unwarmed() is not None
+        )
+
+    def idle_step(self, cancel: CancelToken) -> int:
+        """Evaluate more of the file prefix (file_prefix.py) until done or cancelled (any
+        request: the chunk being computed is dropped), then the last place with a new block.
+        Returns the tokens evaluated."""
+        target, states = self.loaded.target, self.stores.states
+        owner = states.owner
+        grown = 0
+        for _pass in range(2):  # (a block is chosen once the file's own text is evaluated)
+            self._choose_block()
+            grown += self.stores.file_prefix.grow(
+                target,
+                self.prompts,
+                self.settings,
+                cancel,
+                park=lambda: states.park(owner, target),
+            )
+            if cancel.cancelled:
+                break
+        fp = self.stores.file_prefix
+        place = fp.unwarmed()
+        if place is None or cancel.cancelled:
+            return grown
+        fp.warmed = fp.block  # (tried once: a cancel leaves it to the request)
+        with contextlib.suppress(Cancelled):
+            grown += self.prewarm(place, cancel)
+        return grown
+
+    def _focus(self) -> tuple[Any, ...]:
+        """What the file prefix's block is chosen for: its document and anchor, the budget."""
+        fp = self.stores.file_prefix
+        return (fp.document, fp.reanchored, self.settings.context_tokens)
+
+    def _choose_block(self) -> None:
+        """The context block of the file prefix's document, chosen again when the focus moved
+        (a new anchor) or what it is chosen from changed (other documents, the workspace),
+        once the file prefix is evaluated. A new block re-evaluates the file prefix from the
+        block on."""
+        fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        if not context.stale(focus):
+            return
+        if fp.request is not None and fp.pending:  # the file's own text first: a new block
+            return  # re-evaluates it from the head (idle time its places need before any block)
+        budget = FilePrefix.budget(self.settings, self.prompts.target.n_ctx) // 2
+        block = context.choose_at(
+            fp.request,
+            focus,
+            first_line=fp.anchor,
+            budget=min(self.settings.context_tokens, budget),
+            count_tokens=self.prompts.count,
+        )
+        if fp.set_block(block) and fp.request is not None:
+            log.info(
+                "context for %s: %s",
+                fp.request.file_name or fp.request.document_id,
+                "; ".join(
+                    f"{c.path}:{c.start_line + 1}-{c.end_line} ({c.reason})" for c in block.chunks
+                )
+                if block
+                else "none",
+            )
+
+    # -- the cost profile --------------------------------------------------------------------
+    @property
+    def needs_profile(self) -> bool:
+        """Whether the adaptive policy still needs this machine's cost profile."""
+        s = self.settings
+        return s.draft_policy == "adaptive" and s.drafter != "none" and self.profile is None
+
+    def profile_key(self) -> str:
+        return cost_profile.profile_key(
+            self.loaded.target.info.path,
+            threads=self.settings.threads,
+            backend=self.backend,
+            drafter=self.settings.drafter,
+        )
+
+    def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
+        """Measure this machine's costs unless a cached profile exists (seconds)."""
+        if self.profile is None or remeasure:
+            target = self.loaded.target
+            context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
+            self.profile = calibrate.measure(
+                target, self.stores.sources.to_measure(), context=context, key=self.profile_key()
+            )
+            cost_profile.save(self.profile)
+        return self.profile
+
+    def report(self) -> dict[str, Any]:
+        return {"cost_profile": self.profile.relative() if self.profile else None}

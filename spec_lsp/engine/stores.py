@@ -1,0 +1,78 @@
+"""What the engine keeps between requests, each store bounded on its own, and the one place the
+editor's document events fan out to all of them.
+
+A document's text arrives on the editor's thread (instant: the stores only record it); a
+closed document leaves every store on the engine's thread; new settings or models clear what
+was cached for the old ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from spec_lsp.engine.cache.continuations import Continuations
+from spec_lsp.engine.cache.in_flight import InFlight
+from spec_lsp.engine.cache.states import StatePool
+from spec_lsp.engine.cache.suggestions import SuggestionCache
+from spec_lsp.engine.context.stage import ContextStage
+from spec_lsp.engine.drafters.choose import DraftSources
+from spec_lsp.engine.file_prefix import FilePrefix
+from spec_lsp.engine.policy.estimate import PolicyBook
+
+
+@dataclass
+class Stores:
+    context: ContextStage  # other files' parts, the block chosen from them
+    sources: DraftSources = field(default_factory=DraftSources)  # the drafter, open documents
+    book: PolicyBook = field(default_factory=PolicyBook)  # acceptance per document
+    suggestions: SuggestionCache = field(default_factory=SuggestionCache)  # typed-through
+    states: StatePool = field(default_factory=StatePool)  # saved KV caches per document
+    file_prefix: FilePrefix = field(default_factory=FilePrefix)  # evaluated while idle
+    continuations: Continuations = field(default_factory=Continuations)  # the last generation
+    in_flight: InFlight = field(default_factory=InFlight)  # the running generation's text
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        """A document's text after an edit (or at open); the editor's thread."""
+        self.sources.document_changed(document_id, text)
+        self.file_prefix.document_changed(document_id, text)
+        self.context.document_changed(document_id, text, focus=self.file_prefix.document)
+
+    def document_closed(self, document_id: str) -> None:
+        """Every store releases what it held for the document (the engine's thread)."""
+        self.sources.document_closed(document_id)  # its shown suggestion, auto's estimates
+        self.sources.catch_up()  # its entry among the open documents
+        self.book.forget(document_id)
+        self.suggestions.forget(document_id)
+        self.states.forget(document_id)
+        self.file_prefix.forget(document_id)
+        self.continuations.forget(document_id)
+        self.context.document_closed(document_id)
+
+    def clear(self) -> None:
+        """Drop every cached answer, state and estimate (settings or models changed)."""
+        self.book.clear()
+        self.suggestions.clear()
+        self.states.clear()
+        self.file_prefix.clear()
+        self.continuations.clear()
+        self.sources.forget()
+
+    def memory(self) -> dict[str, Any]:
+        """What each store holds and its bound (read on any thread: sizes only)."""
+        sources = self.sources.memory()
+        return {
+            "saved_states": self.states.memory(),
+            "file_prefix": self.file_prefix.memory(),
+            "suggestions": self.suggestions.memory(),
+            "continuations": self.continuations.memory(),
+            "in_flight": self.in_flight.running,
+            "workspace": sources["workspace"],
+            "estimates": {
+                "documents": len(self.book.documents()),
+                "auto_documents": sources["auto_estimates"],
+                "max_documents": self.book.size,
+            },
+            "shown": sources["shown"],
+            "context": self.context.memory(),
+        }
