@@ -12,8 +12,8 @@ fitted on; TEST modules, never seen by the fit, give the curve: over the thresho
 precision of what is shown (whole, or its first words) and the share of the good suggestions
 still shown.
 
-    .venv/bin/python -m spec_lsp.bench.gate            # asks (~30 min on 2 cores), fits, measures
-    .venv/bin/python -m spec_lsp.bench.gate --refit    # again from the saved asks
+    spec-lsp bench gate            # asks (~30 min on 2 cores), fits, measures
+    spec-lsp bench gate --refit    # again from the saved asks
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def main() -> None:
     default = Settings().gate_threshold
     log(f"threshold keeping 85% of the good fitted-on suggestions: {chosen(fit_points)}")
     report = (
-        f"# The confidence gate\n\n`python -m spec_lsp.bench.gate{' --refit' if args.refit else ''}`"
+        f"# The confidence gate\n\n`spec-lsp bench gate{' --refit' if args.refit else ''}`"
         f": {len(data['fit'])} places in {len(FIT)} modules to fit, {len(data['test'])} in "
         f"{len(TEST)} others to measure (half at a line's start, half mid-line); good = the "
         f"first line shown begins what the person was about to type.\n\n"

@@ -2,7 +2,7 @@
 probabilities for the text shown, its length, whether it repeats a line around it, the place
 (end of line, inside a word, after an opener) and what the person did with the last one here.
 
-A logistic model over those features, fitted offline (`python -m spec_lsp.bench.gate`, on
+A logistic model over those features, fitted offline (`spec-lsp bench gate`, on
 held-out places; the gate is measured on others) and shipped as the numbers in WEIGHTS. The gate shows an
 Automatic suggestion whose score clears the threshold, else its longest first words that do,
 else nothing; an Invoked one is always shown (the person asked).
@@ -28,7 +28,7 @@ FEATURES = (
     "last_accepted",  # the last suggestion in this document was accepted (whole or in part)
     "last_rejected",
 )
-# fitted by `python -m spec_lsp.bench.gate` (bench/results/gate.md): 64 places of 8 standard
+# fitted by `spec-lsp bench gate` (bench/results/gate.md): 64 places of 8 standard
 # library modules, Qwen2.5-Coder-1.5B; end_of_line and in_word were the same at every place
 # there (the rest of the line not yet written), the last outcome absent: 0 until data says
 BIAS = 3.444
