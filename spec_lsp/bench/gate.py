@@ -216,28 +216,64 @@ def render(points: list[dict[str, float]], default: float, title: str) -> str:
     return "\n".join(lines_) + "\n"
 
 
+def timing(asked_at: list[dict[str, str]], settings: Settings) -> str:
+    """What the gate costs: each place asked with the gate on and off in turn (ABBA order,
+    cold), paired; the texts must be the same (the gate reads, it does not change the
+    decode). Off, no token probability is computed."""
+    engine = build_engine(settings)
+    engine.load()
+    on, off = settings, settings.model_copy(update={"gate_threshold": 0.0})
+    seconds: dict[bool, list[float]] = {True: [], False: []}
+    same = 0
+    try:
+        for n, place in enumerate(asked_at):
+            request = CompletionRequest(
+                prefix=place["prefix"], suffix=place["suffix"], max_tokens=48, multiline=False
+            )
+            texts = {}
+            for gated_on in (True, False) if n % 2 == 0 else (False, True):
+                engine.update_settings(on if gated_on else off)
+                started = time.perf_counter()
+                texts[gated_on] = engine.complete(request, CancelToken()).raw_text
+                seconds[gated_on].append(time.perf_counter() - started)
+            same += texts[True] == texts[False]
+            log(
+                f"{n + 1:3d}/{len(asked_at)} on {seconds[True][-1]:.2f} s, off {seconds[False][-1]:.2f} s"
+            )
+    finally:
+        engine.close()
+    ratios = [a / b for a, b in zip(seconds[True], seconds[False])]
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    p50 = {k: sorted(v)[len(v) // 2] for k, v in seconds.items()}
+    return (
+        f"\n### What the gate costs ({len(ratios)} places, gate on and off in turn, cold)\n\n"
+        f"| | gate on | gate off |\n|---|---:|---:|\n"
+        f"| time to the answer, p50 | {p50[True]:.2f} s | {p50[False]:.2f} s |\n\n"
+        f"Paired ratio on/off: geometric mean {geomean:.3f}x (min {min(ratios):.2f}, max "
+        f"{max(ratios):.2f}); the same text {same}/{len(ratios)}.\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--refit", action="store_true", help="from the saved asks")
     parser.add_argument("--per-module", type=int, default=LINES_PER_MODULE)
     parser.add_argument("--model", default=None, help="GGUF (default: the default model)")
     parser.add_argument("--out", type=Path, default=RESULTS / "gate")
+    parser.add_argument(
+        "--timing", type=int, default=0, metavar="N", help="only: the cost at N places"
+    )
     args = parser.parse_args()
     raw = args.out.with_suffix(".json.gz")
+    if args.timing:
+        cost = timing(places(TEST, args.per_module)[: args.timing], ask_settings(args))
+        args.out.with_name(args.out.name + "-cost.md").write_text(cost)
+        print(cost)
+        return
     if args.refit:
         data = read_results(raw)
     else:
-        settings = Settings(
-            drafter="none",
-            prefix_tokens=256,
-            suffix_tokens=96,
-            file_prefix_tokens=0,
-            context_tokens=0,
-            cache=False,
-            precompute=False,
-            multiline="never",
-            **({"model": args.model} if args.model else {}),
-        )
+        settings = ask_settings(args)
         groups = {"fit": places(FIT, args.per_module), "test": places(TEST, args.per_module)}
         data = {name: ask(group, settings) for name, group in groups.items()}
         write_results(raw, data)
@@ -261,6 +297,21 @@ def main() -> None:
     )
     args.out.with_suffix(".md").write_text(report)
     print(report)
+
+
+def ask_settings(args: argparse.Namespace) -> Settings:
+    """Every place asked cold, in a small window, for one line."""
+    return Settings(
+        drafter="none",
+        prefix_tokens=256,
+        suffix_tokens=96,
+        file_prefix_tokens=0,
+        context_tokens=0,
+        cache=False,
+        precompute=False,
+        multiline="never",
+        **({"model": args.model} if args.model else {}),
+    )
 
 
 if __name__ == "__main__":

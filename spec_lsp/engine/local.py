@@ -199,6 +199,7 @@ class LocalStage:
             else (),
             on_round=lambda out: answer.progress(prompts.text(prompt, out)),
             first_allowed=prompt.first_allowed,
+            logprobs=self.settings.gate_threshold > 0,  # (the gate off: no cost at all)
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)

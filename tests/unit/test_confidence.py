@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from spec_lsp.engine import confidence, sampling
+from spec_lsp.config import Settings
+from spec_lsp.engine import CancelToken, build_engine, confidence, sampling
 from spec_lsp.engine.types import Completion, CompletionRequest, DecodeStats
 
 REQUEST = CompletionRequest(prefix="def area(r):\n    return ", suffix="\n")
@@ -73,3 +74,15 @@ def test_a_multi_line_suggestion_is_judged_by_its_first_line() -> None:
     assert confidence.gate(REQUEST, sure, 0.4)[0] == text
     unsure = completion(text, [-5.0] * 108)
     assert confidence.gate(REQUEST, unsure, 0.4)[0] == ""
+
+
+def test_the_decode_records_token_probabilities_only_with_the_gate_on() -> None:
+    request = CompletionRequest(prefix="def fo", suffix="\n", document_id="d")
+    for threshold, recorded in ((0.4, True), (0.0, False)):
+        engine = build_engine(Settings(gate_threshold=threshold, cache=False), backend="fake")
+        engine.load()
+        done = engine.complete(request, CancelToken())
+        engine.close()
+        lps = done.stats.token_logprobs
+        assert bool(lps) == recorded and all(-0.1 < lp <= 0.0 for lp in lps), lps
+        assert len(lps) in ((0,) if not recorded else (done.stats.tokens, done.stats.tokens + 1))

@@ -39,6 +39,7 @@ class DecodeJob:
     first_allowed: Sequence[int] | None = (
         None  # token healing: the first token must be one of these
     )
+    logprobs: bool = True  # record each token's log probability (what the gate reads)
 
 
 def verify(
@@ -112,7 +113,7 @@ def generate(
         logits = masked
     noise = sampling.PositionNoise(rng)
     out = [sampling.pick(logits, job.sampling, noise[0])]
-    stats.token_logprobs = [sampling.logprob(logits, out[0])]
+    stats.token_logprobs = [sampling.logprob(logits, out[0])] if job.logprobs else []
     known = _continuation_after(job)
     shadows: Shadows = []
     last_start, model_seconds = 0.0, 0.0
@@ -144,8 +145,9 @@ def generate(
         n_accepted, next_token = verify(rows, draft, job.sampling, rng, noise.after(len(out)))
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
-        committed = out[len(out) - n_accepted - 1 :]  # row i chose the i-th of them
-        stats.token_logprobs += [sampling.logprob(rows[i], t) for i, t in enumerate(committed)]
+        if job.logprobs:  # (row i chose the i-th token committed this round)
+            committed = out[len(out) - n_accepted - 1 :]
+            stats.token_logprobs += [sampling.logprob(rows[i], t) for i, t in enumerate(committed)]
         if not from_continuation:  # the drafter's acceptance, not the cache's
             declined = draft.short and n_accepted == len(draft.tokens)  # (see Draft.short)
             policy.observe(len(draft.tokens) + declined, n_accepted, draft.strength)
