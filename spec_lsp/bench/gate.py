@@ -97,7 +97,6 @@ def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, An
             )
             started = time.perf_counter()
             completion = engine.complete(request, CancelToken())
-            lps = confidence.shown_logprobs(completion)
             asked.append(
                 {
                     **{k: place[k] for k in ("module", "kind", "expected")},
@@ -106,11 +105,6 @@ def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, An
                     "text": completion.text,
                     "raw": completion.raw_text,
                     "logprobs": completion.stats.token_logprobs,
-                    "features": confidence.features(
-                        request.prefix, request.suffix, completion.text, lps
-                    )
-                    if lps
-                    else None,
                     "good": good(completion.text, place),
                     "exact": completion.text.strip() == place["expected"].strip(),
                     "seconds": time.perf_counter() - started,
@@ -144,28 +138,23 @@ def fit(rows: list[dict[str, Any]], l2: float = 1.0) -> tuple[float, dict[str, f
 
 
 def features_of(row: dict[str, Any]) -> dict[str, float] | None:
-    """The row's features as the current code reads them (a refit follows feature changes)."""
-    lps = confidence.shown_logprobs(_completion(row))
-    if not lps or not row["text"]:
-        return None
-    return confidence.features(row["before"], row["after"], row["text"], lps)
-
-
-def _completion(row: dict[str, Any]) -> Completion:
-    return Completion(
-        text=row["text"], stats=_stats(row["logprobs"]), raw_text=row["raw"] or row["text"]
-    )
+    """The row's features as the gate reads them now (a refit follows feature changes)."""
+    assessed = confidence.assess(_request(row), _completion(row))
+    return assessed.features if assessed is not None else None
 
 
 def gated(row: dict[str, Any], threshold: float) -> str:
-    """What the gate shows of the asked row at `threshold` (the shipped weights)."""
-    request = CompletionRequest(prefix=row["before"], suffix=row["after"])
-    text, _confidence = confidence.gate(request, _completion(row), threshold)
-    return text
+    """What the gate shows of the asked row at `threshold` (confidence's weights)."""
+    return confidence.gate(_request(row), _completion(row), threshold)[0]
 
 
-def _stats(logprobs: list[float]) -> DecodeStats:
-    return DecodeStats(token_logprobs=list(logprobs))
+def _request(row: dict[str, Any]) -> CompletionRequest:
+    return CompletionRequest(prefix=row["before"], suffix=row["after"])
+
+
+def _completion(row: dict[str, Any]) -> Completion:
+    stats = DecodeStats(token_logprobs=list(row["logprobs"]))
+    return Completion(text=row["text"], stats=stats, raw_text=row["raw"] or row["text"])
 
 
 def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:

@@ -2,10 +2,10 @@
 probabilities for the text shown, its length, whether it repeats a line around it, the place
 (end of line, inside a word, after an opener) and what the person did with the last one here.
 
-A logistic model over those features, fitted offline (`spec-lsp bench gate`, on
-held-out places; the gate is measured on others) and shipped as the numbers in WEIGHTS. The gate shows an
-Automatic suggestion whose score clears the threshold, else its longest first words that do,
-else nothing; an Invoked one is always shown (the person asked).
+A logistic model over those features, fitted offline (`spec-lsp bench gate`, on held-out
+places; the gate is measured on others) and shipped as the numbers in WEIGHTS. The gate shows
+an Automatic suggestion whose first line's score clears the threshold, else that line's
+longest first words that do, else nothing; an Invoked one is always shown (the person asked).
 """
 
 from __future__ import annotations
@@ -141,8 +141,8 @@ def gate(
         part = completion.text[:cut]
         lps = shown_logprobs(completion, cut)
         values = features(request.prefix, request.suffix, part, lps, last_outcome)
-        if score(values) >= threshold:
-            return part, Confidence(score(values), values)
+        if (chance := score(values)) >= threshold:
+            return part, Confidence(chance, values)
     return "", whole
 
 

@@ -85,8 +85,10 @@ class FilePrefix:
         file prefix from the block on (the KV after a changed token is not reused)."""
         if (block is None and self.block is None) or (block is not None and block.same(self.block)):
             return False
-        self.pending = bool(self.document)  # (before the block: a reader on another thread
-        self.block = block  # that sees the new block sees it pending, memory() reads it first)
+        # pending first: a reader on another thread that sees the new block (memory() reads
+        # the block first) sees it pending too
+        self.pending = bool(self.document)
+        self.block = block
         return True
 
     # -- a request ---------------------------------------------------------------------------

@@ -39,9 +39,19 @@ class Shown:
     before: str  # the document's text before the cursor when shown
     after: str  # and after it
     text: str  # what the suggestion inserts at the cursor
-    confidence: float | None = None
     progress: int = 0  # characters of it in the document so far (typed or accepted in part)
     typed: int = 0  # of those, typed one at a time
+
+    def at_typed_place(self, before: str, after: str) -> bool:
+        """Whether a cursor with `before`|`after` around it stands after the part typed so
+        far (compared without building a copy of the document)."""
+        head = len(self.before)
+        return (
+            len(before) == head + self.progress
+            and after == self.after
+            and before.startswith(self.before)
+            and before.endswith(self.text[: self.progress])
+        )
 
 
 @dataclass
@@ -60,9 +70,11 @@ class Acceptance:
         self,
         clock: Callable[[], float] = time.monotonic,
         retention_s: tuple[float, ...] = RETENTION_S,
+        on_kept: Callable[[float], None] = lambda _due: None,
     ) -> None:
         self.clock = clock
         self.retention_s = retention_s
+        self.on_kept = on_kept  # told the first check's time of each text kept (to wake then)
         self.counts: Counter[str] = Counter()
         self.pending: dict[str, Shown] = {}  # per document: the suggestion shown last
         self.kept: deque[Kept] = deque(maxlen=KEPT_MAX)
@@ -70,21 +82,18 @@ class Acceptance:
         self._numbers = 0
 
     # -- events ----------------------------------------------------------------------------
-    def shown(
-        self, document: str, before: str, after: str, text: str, confidence: float | None = None
-    ) -> int:
+    def shown(self, document: str, before: str, after: str, text: str) -> int:
         """A suggestion was answered for the document; returns its number (the command's
         argument). The rest of one being typed through is the same suggestion, not a new one."""
         old = self.pending.get(document)
-        if old is not None and old.progress and after == old.after:
-            typed_so_far = old.text[: old.progress]
-            if before == old.before + typed_so_far and text == old.text[old.progress :]:
+        if old is not None and old.progress and old.at_typed_place(before, after):
+            if text == old.text[old.progress :]:
                 old.before, old.text, old.progress = before, text, 0  # (typed counts on)
                 return old.number
         if old is not None:
             self._end(old, "typed_through" if old.typed else "rejected")
         self._numbers += 1
-        self.pending[document] = Shown(self._numbers, document, before, after, text, confidence)
+        self.pending[document] = Shown(self._numbers, document, before, after, text)
         self.counts["shown"] += 1
         return self._numbers
 
@@ -97,11 +106,8 @@ class Acceptance:
         the very place shown with nothing typed, the suggestion was dismissed; elsewhere, the
         cursor moved away."""
         shown = self.pending.get(document)
-        if shown is None:
+        if shown is None or (shown.progress and shown.at_typed_place(before, after)):
             return
-        if after == shown.after and before == shown.before + shown.text[: shown.progress]:
-            if shown.progress:
-                return
         self._end(shown, "typed_through" if shown.typed else "rejected")
 
     def changed(self, document: str, text: str) -> None:
@@ -178,9 +184,8 @@ class Acceptance:
         data["rate"] = round(taken / decided, 4) if decided else None
         for seconds in self.retention_s:
             label = f"{seconds:g}s"
-            checked = counts[f"checked_{label}"]
             data[f"still_there_{label}"] = counts[f"still_there_{label}"]
-            data[f"checked_{label}"] = checked
+            data[f"checked_{label}"] = counts[f"checked_{label}"]
         data["pending"] = len(self.pending)
         return data
 
@@ -191,9 +196,10 @@ class Acceptance:
         if outcome == "typed_through":
             chars = chars or shown.progress
         self._count(shown, outcome, chars)
-        if chars and outcome != "rejected":
+        if chars and outcome != "rejected" and self.retention_s:
             due = [self.clock() + seconds for seconds in self.retention_s]
             self.kept.append(Kept(shown.document, shown.text[:chars], len(shown.before), due))
+            self.on_kept(due[0])
 
     def _count(self, shown: Shown, outcome: str, chars: int) -> None:
         self.counts[outcome] += 1

@@ -14,7 +14,7 @@ from lsprotocol import types as lsp
 from spec_lsp import __version__
 from spec_lsp.config import Settings
 from spec_lsp.engine import Engine, build_engine
-from spec_lsp.server import handlers
+from spec_lsp.server import convert, handlers
 from spec_lsp.server.language_server import SpecLanguageServer
 from spec_lsp.server.logs import setup_logging
 
@@ -45,7 +45,7 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
     ]
     for method, options, handler in features:
         server.feature(method, options)(handler)
-    server.command(handlers.ACCEPTED_COMMAND)(handlers.accepted)
+    server.command(convert.ACCEPTED_COMMAND)(handlers.accepted)
     return server
 
 

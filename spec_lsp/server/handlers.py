@@ -22,7 +22,6 @@ log = logging.getLogger(__name__)
 STATS_METHOD = "specLsp/stats"
 DOCUMENT_METHOD = "specLsp/document"
 SECTION = "specLsp"
-ACCEPTED_COMMAND = convert.ACCEPTED_COMMAND
 
 
 async def inline_completion(
@@ -82,9 +81,9 @@ def workspace_folders_changed(
 
 
 def accepted(ls: SpecLanguageServer, *args: Any) -> None:
-    """The client ran an item's command: the person accepted it (ACCEPTED_COMMAND)."""
-    if len(args) == 1 and isinstance(args[0], int) and ls.acceptance.command(args[0]):
-        ls.check_retention()
+    """The client ran an item's command: the person accepted it (convert.ACCEPTED_COMMAND)."""
+    if len(args) == 1 and isinstance(args[0], int):
+        ls.acceptance.command(args[0])
 
 
 def watched_files_changed(ls: SpecLanguageServer, params: lsp.DidChangeWatchedFilesParams) -> None:
@@ -160,7 +159,6 @@ def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
     engine = ls.scheduler.engine
     server = {"ready": engine.ready, "load_error": ls.load_error, "file_events": ls.file_events}
     data = {**engine.stats(), **ls.scheduler.stats(), **server}
-    ls.check_retention()
     data["acceptance"] = ls.acceptance.report()
     documents = list(ls.workspace.text_documents.values())
     data["memory"]["open_documents"] = {

@@ -41,7 +41,7 @@ class SpecLanguageServer(LanguageServer):
         # whether the client tells us of files changed on disk: "pending" until asked after the
         # load, then "registered", "unsupported" (no dynamic registration) or "refused"
         self.file_events = "pending"
-        self.acceptance = Acceptance(retention_s=retention_s())
+        self.acceptance = Acceptance(retention_s=retention_s(), on_kept=self._wake_for_retention)
         self._retention_timer: asyncio.TimerHandle | None = None
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -78,28 +78,29 @@ class SpecLanguageServer(LanguageServer):
         threshold = 0.0 if invoked else self.settings.gate_threshold
         last = self.acceptance.last_outcome(document)
         text, assessed = confidence.gate(request, completion, threshold, last)
-        if not text.strip():
+        if not text:  # (the gate's verdict: nothing clears the threshold)
             self.acceptance.hidden()
-            log.debug("%s: suggestion hidden (confidence %.2f)", document, assessed.score)  # type: ignore[union-attr]
+            if assessed is not None:
+                log.debug("%s: suggestion hidden (confidence %.2f)", document, assessed.score)
             return None, None
         if text != completion.text:
             completion = dataclasses.replace(completion, text=text)
-        score = assessed.score if assessed is not None else None
-        number = self.acceptance.shown(document, request.prefix, request.suffix, text, score)
-        self.check_retention()
-        return completion, number
+        return completion, self.acceptance.shown(document, request.prefix, request.suffix, text)
 
-    def check_retention(self) -> None:
-        """Run the acceptance's retention checks that are due, and wake for the next one."""
-        self.acceptance.due(self._open_text)
-        if self._retention_timer is not None:
-            self._retention_timer.cancel()
-            self._retention_timer = None
-        due = self.acceptance.next_due()
-        if due is not None and not self.scheduler.closed:
+    def _wake_for_retention(self, due: float) -> None:
+        """A text was kept for its retention checks, the first at `due`: wake then (a wake
+        already set is earlier: the checks' times only grow)."""
+        if self._retention_timer is None and not self.scheduler.closed:
             delay = max(0.0, due - self.acceptance.clock())
-            loop = asyncio.get_running_loop()
-            self._retention_timer = loop.call_later(delay, self.check_retention)
+            self._retention_timer = asyncio.get_running_loop().call_later(delay, self._retention)
+
+    def _retention(self) -> None:
+        """The retention checks that are due, then a wake for the next one."""
+        self._retention_timer = None
+        self.acceptance.due(self._open_text)
+        due = self.acceptance.next_due()
+        if due is not None:
+            self._wake_for_retention(due)
 
     def _open_text(self, uri: str) -> str | None:
         document = self.workspace.text_documents.get(unquote(uri))

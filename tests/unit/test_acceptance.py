@@ -19,9 +19,9 @@ class Clock:
         return self.now
 
 
-def tracker() -> tuple[Acceptance, Clock]:
+def tracker(woken: list[float] | None = None) -> tuple[Acceptance, Clock]:
     clock = Clock()
-    acceptance = Acceptance(clock=clock)
+    acceptance = Acceptance(clock=clock, on_kept=(woken if woken is not None else []).append)
     acceptance.shown(DOC, BEFORE, AFTER, SUGGESTION)
     return acceptance, clock
 
@@ -81,10 +81,11 @@ def test_the_clients_command_tells_acceptance_once() -> None:
 
 
 def test_accepted_text_is_looked_for_at_30_s_and_2_min() -> None:
-    acceptance, clock = tracker()
+    woken: list[float] = []
+    acceptance, clock = tracker(woken)
     text = BEFORE + SUGGESTION + AFTER
     acceptance.changed(DOC, text)
-    assert acceptance.next_due() == 1030.0
+    assert acceptance.next_due() == 1030.0 and woken == [1030.0]  # (the server wakes then)
     documents = {DOC: "# header\n" + text.replace("3.14159", "3.1416")}  # lines above, a tweak
     clock.now = 1029.0
     acceptance.due(documents.get)
