@@ -159,8 +159,10 @@ class Engine:
         )
 
     def files_changed(self, changed: Sequence[str], deleted: Sequence[str]) -> None:
-        """Files of the workspace folders created, changed or deleted on disk (instant)."""
+        """Files of the workspace folders created, changed or deleted on disk (instant); the
+        block is chosen again while idle, not at the next request."""
         self.stores.context.files_changed(changed, deleted)
+        self.on_idle_work()
 
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); instant (the editor's thread)."""

@@ -29,6 +29,7 @@ follows its head in the prompt (the suffix, the last lines before the cursor, th
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -37,7 +38,9 @@ from spec_lsp.engine.backends.base import (
     ABORTABLE_CHUNK,
     ModelBackend,
     Snapshot,
+    append,
     common_prefix_len,
+    moved_runs,
     sync,
 )
 from spec_lsp.engine.context.block import Block
@@ -66,7 +69,16 @@ class FilePrefix:
         self.evaluated = 0  # tokens evaluated while idle, over all documents
         self.moved = 0  # tokens moved into place while idle instead (kvShift)
         self.reanchored = 0
+        self.focused = 0  # documents that took the file prefix at open, before any request
         self.used = 0  # requests whose prompt was laid out from the anchor
+        # the tokens before the file's text in the snapshot's plan (the block and markers): a
+        # new block is put before the text's KV there (swap_tail) instead of evaluating it again
+        self.snapshot_head = 0
+        # a block being put in: (tokens kept, text tokens moved, the new head's length)
+        self.swapping: tuple[int, int, int] | None = None
+        self.since = 0.0  # when the document took the file prefix (monotonic)
+        self.ready = False  # the block (and all before it) is in the KV
+        self.ready_s: float | None = None  # seconds from taking the document to that
         # (anchor, cursor line) -> within the budget: typing on a line asks again each key
         self._covered: tuple[int, int, bool] | None = None
 
@@ -88,7 +100,7 @@ class FilePrefix:
         # pending first: a reader on another thread that sees the new block (memory() reads
         # the block first) sees it pending too
         self.pending = bool(self.document)
-        self.block = block
+        self.block, self.ready = block, False
         return True
 
     # -- a request ---------------------------------------------------------------------------
@@ -106,6 +118,8 @@ class FilePrefix:
         evaluated (the text unchanged since: else an edit's prewarm does it)."""
         request = self.request
         if self.pending or self.block is None or request is None or self.warmed is self.block:
+            return None
+        if self.opened:  # no place yet (the document was only opened)
             return None
         text, prefix, suffix = self.text, request.prefix, request.suffix
         same = len(prefix) + len(suffix) == len(text) and text.startswith(prefix)
@@ -152,27 +166,34 @@ class FilePrefix:
             elif prompt.anchored or self._covers(request, prompt, prompts, budget):
                 return
         if request.document_id != self.document:
-            self.block = None  # chosen for the other document
-        self.document, self.request, self.text = request.document_id, request, text
-        self.anchor, self.opened = place_anchor(), False
-        self.snapshot, self.pending = None, True
+            self._take(request)  # (its block: chosen for it while idle)
+        else:  # a new anchor: the snapshot still holds the block before the text
+            self.document, self.request, self.text = request.document_id, request, text
+        self.anchor, self.opened, self.pending = place_anchor(), False, True
         self.reanchored += 1
 
-    def adopt(self, request: CompletionRequest, prompts: PromptBuilder, settings: Settings) -> bool:
-        """A document opened while no document holds the file prefix: it grows from the file's
-        first line while the person reads, before any request. The cursor is not known yet:
-        the first request keeps that anchor if its place would have chosen it (choose_anchor),
-        else anchors anew. A document opened while another holds the file prefix waits for a
-        request: editors open documents they only show (peeks, diffs)."""
+    def focus(self, request: CompletionRequest, prompts: PromptBuilder, settings: Settings) -> bool:
+        """A document opened (or brought into view): the file prefix is its own now, grown from
+        the file's first line while the person reads, after a block chosen from what the file
+        says as a whole (its imports), before any request. The cursor is not known yet: the
+        first request keeps that anchor if its place would have chosen it (choose_anchor), else
+        anchors anew, keeping the block's KV."""
         budget = self.budget(settings, prompts.target.n_ctx)
-        if self.document or not budget or not prompts.shares_prefix:
+        if request.document_id == self.document or not budget or not prompts.shares_prefix:
             return False
-        self.block = None
+        self._take(request)
+        self.anchor, self.pending, self.opened = 0, True, True
+        self.reanchored += 1
+        self.focused += 1
+        return True
+
+    def _take(self, request: CompletionRequest) -> None:
+        """Another document's file prefix: nothing of the last one's is kept."""
         self.document, self.request = request.document_id, request
         self.text = request.prefix + request.suffix
-        self.anchor, self.snapshot, self.pending, self.opened = 0, None, True, True
-        self.reanchored += 1
-        return True
+        self.block = self.warmed = self.snapshot = self.swapping = None
+        self.snapshot_head, self.ready, self.ready_s = 0, False, None
+        self.since = time.monotonic()
 
     def _covers(
         self, request: CompletionRequest, prompt: Prompt, prompts: PromptBuilder, budget: int
@@ -201,46 +222,141 @@ class FilePrefix:
         cancel: CancelToken,
         park: Callable[[], None],
     ) -> int:
-        """Evaluate the file prefix further (until done, or cancelled) and keep
-        it as the snapshot. `park` saves the live cache first if it holds a request's prompt
-        (the next keystroke at that place wants it back). Returns the tokens evaluated."""
+        """Evaluate the file prefix further (until done, or cancelled) and keep it as the
+        snapshot: the block first, then the file's text, each token once. A new block under an
+        evaluated text is evaluated alone and put before the text's KV (`_put_block`, with
+        `kvShift`). `park` saves the live cache first if it holds a request's prompt (the next
+        keystroke at that place wants it back). Returns the tokens evaluated."""
+        total = self.evaluated
         budget = self.text_budget(settings, prompts)
         if not self.pending or self.request is None or not budget:
             return 0
         plan = prompts.file_prefix(self.text, self.request, self.anchor, budget, self.block)
+        head = len(prompts.file_prefix("", self.request, 0, 1 << 20, self.block))
         saved, live = self.held(plan), common_prefix_len(target.tokens, plan)
         if max(saved, live) >= len(plan) - 1 or len(plan) < 2:
             if live > saved + SAVE_AFTER:
-                self.snapshot = _snapshot_of(target, plan)
+                self._save(target, plan, head)
             self.pending = False
+            self._check_ready(max(saved, live), head)
             return 0
-        if len(target.tokens) > live:
+        if len(target.tokens) > live and not self._swapping_in(target.tokens, plan):
             park()  # a request's prompt and answer: the next request may want them back
-        if saved > live:
-            target.load_state(self.snapshot)  # type: ignore[arg-type]
-        start = min(max(saved, live), len(plan) - 1)
-        moved = target.moved  # (tokens moved into place are not evaluated)
         try:
-            # a request stops the chunk being computed, within ~50 ms, and it is lost: idle
-            # work, cheap to lose; 16-token chunks with checks between ran ~20% slower
-            sync(
+            self._put_block(target, plan, head, cancel)
+            saved, live = self.held(plan), common_prefix_len(target.tokens, plan)
+            if saved > live:
+                target.load_state(self.snapshot)  # type: ignore[arg-type]
+            start = min(max(saved, live), len(plan) - 1)
+            moved = target.moved  # (tokens moved into place are not evaluated)
+            try:
+                # a request stops the chunk being computed, within ~50 ms, and it is lost: idle
+                # work, cheap to lose; 16-token chunks with checks between ran ~20% slower
+                sync(
+                    target,
+                    plan,
+                    check=cancel.raise_if_cancelled,
+                    chunk=ABORTABLE_CHUNK,
+                    abort=cancel,
+                )
+                self.pending = False
+            finally:
+                grown = common_prefix_len(target.tokens, plan)
+                self.evaluated += max(0, grown - start - (target.moved - moved))
+                self.moved += target.moved - moved
+                if grown > saved + SAVE_AFTER or (not self.pending and grown > saved):
+                    self._save(target, plan, head)
+                self._check_ready(grown, head)
+        except Cancelled:
+            pass
+        return self.evaluated - total
+
+    def _put_block(
+        self, target: ModelBackend, plan: Sequence[int], head: int, cancel: CancelToken
+    ) -> None:
+        """A block changed under an evaluated file prefix (the snapshot holds the text after
+        another head): the text's KV is kept and moved after the new head, and only the head's
+        new tokens are evaluated, after the text, then the two swapped in place (llama.cpp
+        evaluates only at the end of a sequence). The text's keys and values were computed
+        with the old head before them, the head's with the text: an approximation, as
+        llama-server's `--cache-reuse` (bench: block-swap). Without `kvShift`, or on models
+        that cannot shift, nothing here: the text is evaluated again. A cancel keeps what was
+        done (the snapshot), resumed next time."""
+        if not (target.shift_min and target.info.can_shift):
+            return
+        snapshot, swapping = self.snapshot, self.swapping
+        if swapping is not None and self._swapping_in(target.tokens, plan):
+            keep, n, _head = swapping  # (resumed where it stopped: the live cache)
+        elif swapping is not None and snapshot and self._swapping_in(snapshot.tokens, plan):
+            keep, n, _head = swapping  # (resumed from what was saved)
+            target.load_state(snapshot)
+        else:
+            self.swapping = None
+            if snapshot is None:
+                return
+            cached, old = snapshot.tokens, self.snapshot_head
+            keep = common_prefix_len(cached[:old], plan[:head])
+            n = common_prefix_len(cached[old:], plan[head:]) if old else 0
+            if keep >= head or n < target.shift_min:
+                return
+            runs = moved_runs(cached, plan, keep, target.shift_min)
+            if any(at <= head < at + n for _c, at, n in runs):  # a part dropped: sync moves
+                return  # the text back with what follows it
+            if list(target.tokens) != list(cached):
+                target.load_state(snapshot)
+            if target.move_back(keep, [(old, keep, n)]) != keep + n:
+                return
+            # (the move applied now, by an evaluation no cancel stops: a snapshot is safe)
+            target.evaluate(plan[keep : keep + 1], logits_from=1)
+            self.evaluated += 1
+            self.swapping = (keep, n, head)
+            self.moved += n
+        before = len(target.tokens)
+        done = before - keep - n  # of the head's new tokens
+        try:
+            append(
                 target,
-                plan,
+                plan[keep + done : head],
                 check=cancel.raise_if_cancelled,
                 chunk=ABORTABLE_CHUNK,
                 abort=cancel,
             )
-            self.pending = False
         except Cancelled:
-            pass
+            if len(target.tokens) > before + SAVE_AFTER // 2:
+                self.snapshot, self.snapshot_head = target.save_state(), 0  # (resumed from here)
+            raise
         finally:
-            grown = common_prefix_len(target.tokens, plan)
-            done = max(0, grown - start - (target.moved - moved))
-            self.evaluated += done
-            self.moved += target.moved - moved
-            if grown > saved + SAVE_AFTER or (not self.pending and grown > saved):
-                self.snapshot = _snapshot_of(target, plan)
-        return done
+            self.evaluated += len(target.tokens) - before
+        target.swap_tail(keep, n)
+        target.truncate(head + n - 1)  # (the shifts applied now, by an evaluation no cancel stops)
+        target.evaluate(plan[head + n - 1 : head + n], logits_from=1)
+        self.swapping = None
+        self._save(target, plan, head)
+
+    def _swapping_in(self, cached: Sequence[int], plan: Sequence[int]) -> bool:
+        """`cached` is a block being put in for `plan`: its kept tokens, the text moved after
+        them, then the head's new tokens evaluated so far."""
+        if self.swapping is None:
+            return False
+        keep, n, head = self.swapping
+        done = len(cached) - keep - n
+        return (
+            0 <= done <= head - keep
+            and list(cached[:keep]) == list(plan[:keep])
+            and list(cached[keep : keep + n]) == list(plan[head : head + n])
+            and list(cached[keep + n :]) == list(plan[keep : keep + done])
+        )
+
+    def _save(self, target: ModelBackend, plan: Sequence[int], head: int) -> None:
+        self.snapshot = _snapshot_of(target, plan)
+        self.snapshot_head = head
+
+    def _check_ready(self, held: int, head: int) -> None:
+        """The block is in the KV (the head held): when that came, from the document's taking."""
+        if not self.ready and self.block is not None and held >= head:
+            self.ready = True
+            if self.ready_s is None:  # (the first block since: a later one is another figure)
+                self.ready_s = time.monotonic() - self.since
 
     # -- lifecycle -----------------------------------------------------------------------------
     def forget(self, document: str) -> None:
@@ -249,7 +365,8 @@ class FilePrefix:
 
     def clear(self) -> None:
         self.document, self.text, self.request, self.block = "", "", None, None
-        self.snapshot, self.pending, self.opened = None, False, False
+        self.snapshot, self.pending, self.opened, self.swapping = None, False, False, None
+        self.ready = False
 
     def memory(self) -> dict[str, Any]:
         snapshot, block = self.snapshot, self.block
@@ -260,16 +377,19 @@ class FilePrefix:
             "tokens": len(snapshot.tokens) if snapshot else 0,
             "bytes": snapshot.nbytes if snapshot else 0,
             "pending": self.pending,
+            "block_ready": self.ready,
         }
 
-    def report(self) -> dict[str, int]:
+    def report(self) -> dict[str, Any]:
         """Work done: tokens evaluated while idle (and moved into place instead), anchors
         chosen, prompts laid out from one."""
         return {
             "evaluated": self.evaluated,
             "moved": self.moved,
             "anchors": self.reanchored,
+            "focused": self.focused,
             "prompts": self.used,
+            "block_ready_s": None if self.ready_s is None else round(self.ready_s, 3),
         }
 
 

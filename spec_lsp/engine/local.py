@@ -86,9 +86,10 @@ class LocalStage:
         self.stores.sources.drafter = None
 
     def opened(self, request: CompletionRequest) -> None:
-        """A document opened: if no document holds the file prefix, its own grows while idle."""
+        """A document opened: the file prefix is its own, its block chosen and evaluated first,
+        then its text, while idle (file_prefix.focus)."""
         if self.settings.cache:
-            self.stores.file_prefix.adopt(request, self.prompts, self.settings)
+            self.stores.file_prefix.focus(request, self.prompts, self.settings)
 
     # -- a request ---------------------------------------------------------------------------
     def complete(self, answer: Answer) -> str | None:
@@ -247,23 +248,16 @@ class LocalStage:
         )
 
     def idle_step(self, cancel: CancelToken) -> int:
-        """Evaluate more of the file prefix (file_prefix.py) until done or cancelled (any
-        request: the chunk being computed is dropped), then the last place with a new block.
-        Returns the tokens evaluated."""
+        """The block chosen if it is to be, then more of the file prefix evaluated (the block,
+        then the text: file_prefix.py) until done or cancelled (any request: the chunk being
+        computed is dropped, the rest resumed at the next idle step), then the last place with
+        a new block. Returns the tokens evaluated."""
         target, states = self.loaded.target, self.stores.states
         owner = states.owner
-        grown = 0
-        for _pass in range(2):  # (a block is chosen once the file's own text is evaluated)
-            self._choose_block()
-            grown += self.stores.file_prefix.grow(
-                target,
-                self.prompts,
-                self.settings,
-                cancel,
-                park=lambda: states.park(owner, target),
-            )
-            if cancel.cancelled:
-                break
+        self._choose_block()  # (before the text: block and text are evaluated in one pass)
+        grown = self.stores.file_prefix.grow(
+            target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
+        )
         fp = self.stores.file_prefix
         place = fp.unwarmed()
         if place is None or cancel.cancelled:
@@ -274,20 +268,20 @@ class LocalStage:
         return grown
 
     def _focus(self) -> tuple[Any, ...]:
-        """What the file prefix's block is chosen for: its document and anchor, the budget."""
+        """What the file prefix's block is chosen for: its document and the budget. Not the
+        place: typing and moving in a file never change its block (each change costs
+        evaluation); what it is chosen from does (other documents, the workspace)."""
         fp = self.stores.file_prefix
-        return (fp.document, fp.reanchored, self.settings.context_tokens)
+        return (fp.document, self.settings.context_tokens)
 
     def _choose_block(self) -> None:
-        """The context block of the file prefix's document, chosen again when the focus moved
-        (a new anchor) or what it is chosen from changed (other documents, the workspace),
-        once the file prefix is evaluated. A new block re-evaluates the file prefix from the
-        block on."""
+        """The context block of the file prefix's document, chosen when the document takes the
+        file prefix (opened, or asked about), before its text is evaluated (each token once),
+        and again when what it is chosen from changed (file_prefix: only the block's new
+        tokens are evaluated then, with kvShift)."""
         fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
         if not context.stale(focus):
             return
-        if fp.request is not None and fp.pending:  # the file's own text first: a new block
-            return  # re-evaluates it from the head (idle time its places need before any block)
         budget = FilePrefix.budget(self.settings, self.prompts.target.n_ctx) // 2
         block = context.choose_at(
             fp.request,

@@ -163,6 +163,83 @@ async def test_a_closed_tabs_part_leaves_and_what_follows_is_moved_not_evaluated
         assert moved == 0 and evaluated >= rest, (moved, evaluated)
 
 
+async def test_a_file_opened_gets_its_block_before_any_edit_or_ask(tabs):
+    """A tab defines a name the file imports and has not used yet: the file, opened, gets a
+    block with that definition in its KV while the person reads, with no edit or request."""
+    client = tabs
+    open_doc(client, SHAPES, uri=SHAPES_URI)
+    open_doc(client, MAIN, uri=MAIN_URI, version=1)
+    parts = await block(client, lambda parts: parts)
+    assert [p["reason"] for p in parts] == ["definition:polygon_area"]
+    await block_in_kv(client, parts)
+    numbers = await poll(client, lambda s: s.memory.file_prefix.block_ready)
+    assert numbers.requests == 0 and numbers.file_prefix.block_ready_s is not None
+    # the first ask uses it, the block's tokens from the cache
+    await inline(client, 4, 11, uri=MAIN_URI)
+    numbers = await stats(client)
+    assert numbers.context.tokens_from_cache == numbers.context.tokens > 0
+
+
+LONG = MAIN.replace(
+    "\n\n\ndef report",
+    "".join(f"\n\n\ndef f{i}(x):\n    return x + {i}" for i in range(30)) + "\n\n\ndef report",
+)
+
+
+LATER = Path(tempfile.mkdtemp(prefix="spec-lsp-context-later-"))  # units.py on disk, changed
+
+
+@pytest_lsp.fixture(config=server_config())
+async def later(lsp_client: LanguageClient):
+    (LATER / "units.py").write_text("SCALE = 2.5\n")
+    await begin(lsp_client, LATER)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=server_config())
+async def later_no_shift(lsp_client: LanguageClient):
+    (LATER / "units.py").write_text("SCALE = 2.5\n")
+    await begin(lsp_client, LATER, kvShift=False)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.parametrize("shift", [True, False])
+async def test_a_block_change_under_the_evaluated_file_evaluates_only_the_block(
+    shift, later, later_no_shift
+):
+    """units.py, on disk, gets the `to_metres` the file imports after the file's text is
+    evaluated: the block changes, and only its new tokens are evaluated, the file's text
+    moved behind them (kvShift); all of it again without kvShift."""
+    client = later if shift else later_no_shift
+    main = "from units import to_metres\n" + LONG
+    open_doc(client, SHAPES, uri=(LATER / "shapes.py").as_uri())
+    open_doc(client, main, uri=(LATER / "main.py").as_uri(), version=1)
+    await block_in_kv(client, await block(client, lambda parts: "shapes.py" in paths(parts)))
+    before = (await stats(client)).file_prefix
+    (LATER / "units.py").write_text(UNITS)
+    client.workspace_did_change_watched_files(
+        lsp.DidChangeWatchedFilesParams(
+            [lsp.FileEvent(uri=(LATER / "units.py").as_uri(), type=lsp.FileChangeType.Changed)]
+        )
+    )
+    parts = await block(
+        client, lambda parts: "definition:to_metres" in [p["reason"] for p in parts]
+    )
+    await block_in_kv(client, parts)
+    after = (await stats(client)).file_prefix
+    evaluated, moved = after.evaluated - before.evaluated, after.moved - before.moved
+    text = len(main)  # (bytes: the fake's tokens) the file's text after the block
+    if shift:
+        assert moved >= text - 64 and evaluated <= sum(p["tokens"] for p in parts) + 64, (
+            moved,
+            evaluated,
+        )
+    else:
+        assert moved == 0 and evaluated >= text, (moved, evaluated)
+
+
 (ROOT / "shapes.py").write_text(SHAPES)
 (ROOT / "data.bin").write_bytes(b"\x00\x01polygon_area\x00" * 100)
 (ROOT / "secret.py").write_text("def hidden(): ...\n")

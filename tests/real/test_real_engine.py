@@ -310,3 +310,37 @@ def test_a_dropped_part_is_moved_back_and_decodes_as_if_evaluated(smollm2_path):
         assert detokenize(model, moved).split("\n")[0] == first_line
     finally:
         model.close()
+
+
+def test_an_inserted_part_is_evaluated_alone_and_put_before_the_cached_rest(smollm2_path):
+    """A context part put in before cached text (a new block under an evaluated file prefix):
+    the part is evaluated after the text and the two swapped (swap_tail); positions are
+    0..n-1 again, and the continuation reads the same code as a fresh evaluation's (not the
+    same text: the part's keys were computed with the text before it, the text's without the
+    part; the benchmark counts how often the first line differs)."""
+    model = LlamaModel(str(smollm2_path), n_ctx=1024, threads=2)
+    try:
+        tokens = [model.tokenize(part) for part in PARTS]
+        full = [t for p in tokens for t in p]
+        without = [t for i, p in enumerate(tokens) if i != 1 for t in p]
+        sync(model, without)
+        keep, n = len(tokens[0]), len(without) - len(tokens[0])
+        model.evaluate(tokens[1], logits_from=len(tokens[1]))
+        model.swap_tail(keep, n)
+        assert model.tokens == full
+        model.truncate(len(full) - 1)
+        model.evaluate(full[-1:], logits_from=1)
+        memory = model._lib.llama_get_memory(model._ctx)
+        positions = (
+            model._lib.llama_memory_seq_pos_min(memory, 0),
+            model._lib.llama_memory_seq_pos_max(memory, 0),
+        )
+        assert positions == (0, len(full) - 1)
+        swapped, _ = decode(model, None, full, 0)
+        model.truncate(0)
+        fresh, _ = decode(model, None, full, 0)
+        first_line = detokenize(model, fresh).split("\n")[0]
+        assert "square.area()" in first_line
+        assert "square.area()" in detokenize(model, swapped).split("\n")[0]
+    finally:
+        model.close()

@@ -258,7 +258,32 @@ def test_names_bound_by_an_import_from_elsewhere_or_on_self_are_not_looked_up() 
         "class Url:\n    @property\n    def port(self):\n        return 1\n"
     )
     chunks = choose("/p/main.py", main, {"/p/main.py": main, "/p/other.py": others})
-    assert [c.reason for c in chunks if c.reason.startswith("definition:")] == []
+    # (Session: imported from a module that resolves to no known file, so looked up by name:
+    # test_an_import_that_resolves_to_no_file_falls_back_to_the_name)
+    assert [c.reason for c in chunks if c.reason.startswith("definition:")] == [
+        "definition:Session"
+    ]
+
+
+def test_an_import_that_resolves_to_no_file_falls_back_to_the_name() -> None:
+    """A package whose folder is not named as its import path (installed, vendored, a `src/`
+    mapping): its names imported and not used yet are still found by name, open documents
+    first, passed over when defined in too many places."""
+    main = (
+        "from geometry.plane import polygon_area\nfrom units import to_metres\n\n\ndef f(p):\n    "
+    )
+    documents = {"/p/main.py": main, "/vendor/plane_impl.py": SHAPES, "/p/units.py": UNITS}
+    reasons = [c.reason for c in choose("/p/main.py", main, documents)]
+    assert reasons[:2] == ["definition:polygon_area", "definition:to_metres"]
+    assert choose("/p/main.py", main, documents)[0].path == "plane_impl.py"
+    # defined in more places than the ambiguity bound: passed over
+    many = {f"/lib{i}/shapes.py": SHAPES for i in range(5)}
+    reasons = [c.reason for c in choose("/p/main.py", main, {**documents, **many})]
+    assert "definition:polygon_area" not in reasons and "definition:to_metres" in reasons
+    # a standard module's names (defined nowhere known) take no place among the first
+    stdlib = "from typing import Any, cast, overload, Final\n" + main
+    reasons = [c.reason for c in choose("/p/main.py", stdlib, {**documents, "/p/main.py": stdlib})]
+    assert reasons[:2] == ["definition:polygon_area", "definition:to_metres"]
 
 
 def test_a_name_used_only_as_an_attribute_is_a_members_unless_it_is_a_builtin_types() -> None:

@@ -190,21 +190,137 @@ def test_the_anchor_is_a_stable_start():
     assert choose_anchor(lines[: 301 * 20], 290, count, budget=3000) == anchor
 
 
-def test_the_context_block_waits_for_the_files_own_text(engine):
-    """A block re-evaluates the file prefix from its head, so it is chosen only once the file's
-    own text is evaluated (idle time the places need first); then it is, and the place's prompt
-    opens with it."""
-    tab = "file:///shapes.py"
-    engine.document_changed(tab, "def polygon_area(points):\n    return 0.0\n")
+def test_the_block_is_chosen_before_the_text_and_each_token_evaluated_once(engine):
+    """A place's block comes before the file prefix's text is evaluated: block and text are
+    evaluated in one pass, no token twice; the place's prompt then opens with the block."""
+    tab(engine, "file:///shapes.py", SHAPES)
     text = TEXT + "\n\ndef report(points):\n    area = polygon_area(points)\n    return area\n"
     engine.document_changed(URI, text)
     engine.complete(at(183, text), CancelToken())
-    assert engine.stores.file_prefix.pending
-    engine.stores.context.parse()
-    engine.local._choose_block()
-    assert engine.stores.file_prefix.block is None and engine.stores.context.chosen == 0
-    grow(engine)
-    block = engine.stores.file_prefix.block
-    assert block is not None and not engine.stores.file_prefix.pending
+    fp = engine.stores.file_prefix
+    assert fp.pending and fp.block is None
+    grow(engine)  # (and the place prewarmed with the block)
+    block = fp.block
+    assert block is not None and not fp.pending and fp.ready
     assert [c.reason for c in block.chunks] == ["definition:polygon_area"]
+    assert fp.report()["evaluated"] <= len(fp.snapshot.tokens)  # (none twice)
     assert engine.local.prompt(at(183, text)).block is block
+
+
+SHAPES = "def polygon_area(points):\n    return 0.0\n"
+FOCUSED = "from shapes import polygon_area\n\n" + TEXT  # imported, not used yet
+
+
+def opened(engine, text: str = FOCUSED, uri: str = URI) -> None:
+    """didOpen: the document's text, no cursor (as the server passes it on)."""
+    engine.document_changed(uri, text)
+    engine.document_opened(
+        CompletionRequest("", text, document_id=uri, file_name=uri.rsplit("/", 1)[-1])
+    )
+
+
+def tab(engine, uri: str, text: str) -> None:
+    """Another document open beside it (not focused: its text only)."""
+    engine.document_changed(uri, text)
+
+
+def test_a_file_opened_gets_its_block_before_any_edit_or_request(engine):
+    """The block is chosen from what the file says as a whole (a name imported and not used
+    yet) as the document opens, and evaluated first: ready before any request or edit."""
+    tab(engine, "file:///shapes.py", SHAPES)
+    opened(engine)
+    fp = engine.stores.file_prefix
+    assert fp.document == URI and fp.pending
+    evaluated = grow(engine)
+    assert fp.block is not None and fp.ready and fp.report()["block_ready_s"] is not None
+    assert [c.reason for c in fp.block.chunks] == ["definition:polygon_area"]
+    assert evaluated == len(fp.snapshot.tokens)  # block and text, each token once
+    assert fp.report()["focused"] == 1
+    # a request later in the file uses it: its prompt opens with the block, the block's KV held
+    request = at(100, FOCUSED)
+    prompt = engine.local.prompt(request)
+    assert prompt.block is fp.block
+    head = len(engine.local.prompts.file_prefix("", request, 0, 1 << 20, fp.block))
+    assert fp.held(prompt.tokens) >= head
+
+
+def test_another_file_opened_takes_the_file_prefix(engine):
+    opened(engine, TEXT, "file:///first.py")
+    grow(engine)
+    opened(engine)
+    fp = engine.stores.file_prefix
+    assert fp.document == URI and fp.pending and fp.snapshot is None
+
+
+def _grown_with_a_block(engine) -> list[int]:
+    tab(engine, "file:///shapes.py", SHAPES)
+    opened(engine)
+    grow(engine)
+    return list(engine.stores.file_prefix.snapshot.tokens)
+
+
+def _another_tab(engine, text: str) -> None:
+    """A tab opened meanwhile whose code is like the file's: the block changes (its similar
+    chunk joins), the file's text does not."""
+    tab(engine, "file:///circles.py", text)
+
+
+CIRCLES = "def function_3(x):\n    return x * 3 + len('ababab')\n"
+
+
+def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(engine):
+    before = _grown_with_a_block(engine)
+    fp, target = engine.stores.file_prefix, engine.local.loaded.target
+    old_head, old_block = fp.snapshot_head, fp.block
+    _another_tab(engine, CIRCLES)
+    evaluated = grow(engine)
+    after = fp.snapshot.tokens
+    assert fp.block is not None and not fp.block.same(old_block) and fp.ready
+    head = fp.snapshot_head
+    # the text's KV moved behind the new head (less of it: the block takes more of the budget);
+    # only the head's new tokens evaluated
+    text = after[head:]
+    assert len(text) > 1000 and text == tuple(before[old_head : old_head + len(text)])
+    assert evaluated <= head - common_prefix_len(before, after) + 1
+    assert list(target.tokens) == list(after)
+    assert fp.report()["moved"] >= len(text)
+
+
+def test_without_kv_shift_a_new_block_evaluates_the_text_again():
+    engine = make(kv_shift=False)
+    try:
+        before = _grown_with_a_block(engine)
+        fp = engine.stores.file_prefix
+        old_head = fp.snapshot_head
+        _another_tab(engine, CIRCLES)
+        evaluated = grow(engine)
+        text = fp.snapshot.tokens[fp.snapshot_head :]
+        assert evaluated >= len(fp.snapshot.tokens) - old_head > 1000
+        assert text == tuple(before[old_head : old_head + len(text)])
+    finally:
+        engine.close()
+
+
+def test_a_block_put_in_is_resumed_after_a_cancel(engine):
+    """Typing cancels idle work at each key: the block's tokens evaluated so far are kept, and
+    the next idle step goes on from there."""
+    before = _grown_with_a_block(engine)
+    fp, target = engine.stores.file_prefix, engine.local.loaded.target
+    _another_tab(engine, "".join(CIRCLES.replace("3", str(i)) for i in range(3, 12)))
+    cancel = CancelToken()
+    evaluate, calls = target.evaluate, []
+
+    def counting(tokens, **kw):  # the third evaluation (a chunk of the block) is cancelled
+        calls.append(len(tokens))
+        if len(calls) == 3:
+            cancel.cancel("a key")
+        return evaluate(tokens, **kw)
+
+    target.evaluate = counting
+    first = engine.idle_step(cancel)
+    target.evaluate = evaluate
+    assert fp.swapping is not None and fp.pending
+    rest = grow(engine)
+    assert fp.swapping is None and not fp.pending and fp.ready
+    assert list(target.tokens) == list(fp.snapshot.tokens)
+    assert first + rest <= fp.snapshot_head - common_prefix_len(before, target.tokens) + 2

@@ -2,7 +2,8 @@
 
 A backend holds one sequence of tokens in its KV cache (`tokens`). `evaluate` appends tokens and
 returns logits for the rows asked; `truncate` drops the tail (rejected draft tokens, edited text);
-`move_back` shifts cached runs to earlier positions (text removed before them).
+`move_back` shifts cached runs to earlier positions (text removed before them); `swap_tail`
+puts tokens evaluated last before a run cached earlier (text inserted before it).
 """
 
 from __future__ import annotations
@@ -95,6 +96,12 @@ class ModelBackend(Protocol):
         """Keep the first `keep` cached tokens and then `runs` (moved_runs: in order, each
         where the one before ends), dropping the rest; the moved keys are shifted by the next
         evaluation. Returns how many tokens the cache holds then (fewer if it refused)."""
+        ...
+
+    def swap_tail(self, keep: int, n: int) -> None:
+        """The cached tokens after the first `keep`: the first `n` of them go after the rest
+        (positions exchanged; the keys are shifted by the next evaluation). What was evaluated
+        last then stands before a run cached earlier: text inserted before that run."""
         ...
 
     def save_state(self) -> Snapshot:
@@ -191,11 +198,29 @@ def sync(
     if runs:  # (the move is applied by the next evaluation: one that no cancel stops)
         rows = model.evaluate(rest[:1], logits_from=0 if len(rest) == 1 else 1)
         first = 1
-    for start in range(first, len(rest), chunk):
+    out = append(model, rest[first:], check=check, chunk=chunk, abort=abort, logits=True)
+    rows = rows if out is None else out
+    return rows[-1], len(rest)
+
+
+def append(
+    model: ModelBackend,
+    tokens: Sequence[int],
+    *,
+    check: Callable[[], None] | None = None,
+    chunk: int = 64,
+    abort: CancelToken | None = None,
+    logits: bool = False,
+) -> np.ndarray | None:
+    """Evaluate `tokens` after what the cache holds, in chunks with `check()` between them (and
+    `abort` looked at while the model computes: see sync); the last token's logits with
+    `logits`. What was evaluated before a cancel stays in the cache."""
+    rows = None
+    for start in range(0, len(tokens), chunk):
         if check is not None:
             check()
-        piece = rest[start : start + chunk]
-        last = start + chunk >= len(rest)  # the final chunk gives the last token's logits
+        piece = tokens[start : start + chunk]
+        last = logits and start + chunk >= len(tokens)  # the final chunk: the last logits
         try:
             rows = model.evaluate(
                 piece, logits_from=len(piece) - 1 if last else len(piece), abort=abort
@@ -204,7 +229,7 @@ def sync(
             if check is not None:
                 check()  # (the cancel's own reason)
             raise
-    return rows[-1], len(rest)
+    return rows
 
 
 def check_model_file(path: str, *, what: str = "model") -> Path:

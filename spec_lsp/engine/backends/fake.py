@@ -117,6 +117,11 @@ class FakeModel:
         self.moved += len(moved)
         return len(self._tokens)
 
+    def swap_tail(self, keep: int, n: int) -> None:
+        tail = self._tokens[keep:]
+        self._tokens = self._tokens[:keep] + tail[n:] + tail[:n]
+        self.moved += n
+
     def save_state(self) -> Snapshot:
         return Snapshot(tuple(self._tokens))
 

@@ -275,6 +275,20 @@ class LlamaModel:
         self._tokens = held
         return len(held)
 
+    def swap_tail(self, keep: int, n: int) -> None:
+        memory, add = self._lib.llama_get_memory(self._ctx), self._lib.llama_memory_seq_add
+        end = len(self._tokens)
+        rest = end - keep - n
+        # (three shifts, the run parked beyond the end first: ranges never overlap; llama.cpp
+        # adds them up and rotates each key once, at the next evaluation)
+        add(memory, 0, keep, keep + n, end)
+        add(memory, 0, keep + n, end, -n)
+        add(memory, 0, keep + end, keep + n + end, rest - end)
+        self._tokens = (
+            self._tokens[:keep] + self._tokens[keep + n :] + self._tokens[keep : keep + n]
+        )
+        self.moved += n
+
     def save_state(self) -> Snapshot:
         # straight into a bytearray: a ctypes array copied out with bytes() took 0.4 s for the
         # 86 MB of a 3,000-token Qwen-1.5B cache, llama.cpp's own copy 0.013 s

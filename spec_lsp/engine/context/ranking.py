@@ -511,7 +511,7 @@ def select(
     place = _Place(path, text, open_documents, files, index, windows)
     uses, local = uses_near(path, text, cursor)
     known = _Paths([*open_documents, *place.files, *index.paths()])
-    found = _Imports(imports(path, text, known))
+    found = _Imports(imports(path, text, known), index)
     unused = _unused_imports(text, cursor, found)
     soon = {use.name for use in unused[:UNUSED_FIRST]}
     definitions = list(_definitions(place, uses, local, found, unused))
@@ -582,15 +582,28 @@ class _Place:
 
 
 class _Imports:
-    """The current file's imports that resolve to known files, and the names all its imports
-    bind (a module's, or a name from a package elsewhere, is no definition of the workspace's)."""
+    """The current file's imports, those that resolve to known files (`all`), and the names all
+    its imports bind. A name imported from a module that resolves to no known file (an
+    installed package, a `src/` layout, a vendored copy) is looked up by name instead
+    (`by_name` holds it with no paths; `_definitions_of`), if the index defines it somewhere
+    (`unresolved`): else it is no definition of the workspace's (a standard module's)."""
 
-    def __init__(self, found: list[Import]) -> None:
+    def __init__(self, found: list[Import], index: SymbolIndex) -> None:
         self.bound = {n for i in found for n in [i.alias, *i.names] if n}
         self.all = [i for i in found if i.paths]
         self.by_alias = {i.alias: i for i in self.all if i.alias}
         self.by_name = {n: (i, original) for i in self.all for n, original in i.names.items()}
         self.star_paths = {p for i in self.all if i.star for p in i.paths}
+        self.unresolved: list[tuple[str, str]] = []  # (local name, name in its module)
+        for entry in found:
+            if entry.paths:
+                continue
+            for local, original in entry.names.items():
+                if local not in self.by_name and any(
+                    not d.parent for _p, d in index.lookup(original)
+                ):
+                    self.by_name[local] = (entry, original)
+                    self.unresolved.append((local, original))
 
 
 def _definitions(
@@ -686,15 +699,19 @@ def _unused_imports(text: str, cursor: int, found: _Imports) -> list[Use]:
     word at the cursor is no use yet (the block must not change with each key)."""
     start, end = _partial_word(text, cursor)
     text = text[:start] + " " * (end - start) + text[end:]
-    import_lines = {n for i in found.all for n in range(i.line, i.line + i.lines)}
+    entries = {id(e): e for e, _name in found.by_name.values()}.values()  # (resolved or not)
+    import_lines = {n for i in entries for n in range(i.line, i.line + i.lines)}
     rest = "\n".join(line for n, line in enumerate(text.split("\n")) if n not in import_lines)
     used = {n for n in found.by_name if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", rest)}
-    return [
-        Use(name, -1, True)
-        for entry in found.all
-        for name in entry.names
-        if name not in used and found.by_name.get(name, (None,))[0] is entry
-    ]
+    return sorted(
+        (
+            Use(name, -1, True)
+            for entry in entries
+            for name in entry.names
+            if name not in used and found.by_name.get(name, (None,))[0] is entry
+        ),
+        key=lambda use: found.by_name[use.name][0].line,  # (in import order)
+    )
 
 
 def _definitions_of(use: Use, place: _Place, found: _Imports) -> list[tuple[str, Definition]]:
@@ -706,6 +723,8 @@ def _definitions_of(use: Use, place: _Place, found: _Imports) -> list[tuple[str,
         hits = [(p, d) for p, d in index.lookup(original) if p in entry.paths and not d.parent]
         if hits:
             return hits[:PER_NAME]
+        if not entry.paths:  # m resolves to no known file: the name, wherever it is defined
+            use = Use(original, use.distance, True, use.receivers)
     for receiver in sorted(use.receivers):  # m.name, m imported
         module = found.by_alias.get(receiver)
         if module is not None:
