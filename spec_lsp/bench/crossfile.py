@@ -417,12 +417,18 @@ async def ask_spec(
         answer.prompt_evaluated = stats.prompt_tokens_evaluated
         answer.context_tokens = getattr(stats, "context_tokens", 0)
         answer.context_chunks = list(getattr(stats, "context_chunks", []))
+    await forget(server, opened)
+    return answer
+
+
+async def forget(server: Server, opened: list[str]) -> None:
+    """The documents `opened` closed, the workspace folders forgotten, the KV emptied: the
+    next ask comes to a server that has seen nothing (the server paused meanwhile)."""
     async with server.paused():
         for document in opened:
             await server.close_document(document)
         server.engine.set_workspace_folders([])
         await server.scheduler.run(lambda: cold(server.engine))
-    return answer
 
 
 def turns(variants: list[str], n: int) -> list[str]:

@@ -453,14 +453,19 @@ def engine_options(parser: argparse.ArgumentParser) -> None:
 def with_plain(args: argparse.Namespace) -> tuple[Engine, Plain, dict[str, Any]]:
     """The engine `engine_options` name, loaded; plain llama-cpp-python on its model; the
     settings given (for the report)."""
+    engine, extra = loaded_engine(args)
+    return engine, Plain(engine, engine.local.loaded.target.info.path, engine.settings), extra
+
+
+def loaded_engine(args: argparse.Namespace) -> tuple[Engine, dict[str, Any]]:
+    """The engine `engine_options` name, loaded; the settings given (for the report)."""
     extra: dict[str, Any] = {}
     for item in args.setting:
         name, _, value = item.partition("=")
         extra[name] = value
-    settings = Settings(model=args.model, **extra)
-    engine = build_engine(settings)
+    engine = build_engine(Settings(model=args.model, **extra))
     engine.load()
-    return engine, Plain(engine, engine.local.loaded.target.info.path, settings), extra
+    return engine, extra
 
 
 def machine(model: str) -> str:

@@ -1,0 +1,429 @@
+"""Context and time: what the context block does for a line using another module's name, and
+whether it is in the KV by the time the person asks, under three ways of coming to the line.
+
+Cases: single lines of real installed packages that use a name another module of the same
+package defines (crossfile.uses, found with `ast`). The packages: those of PACKAGES (held by
+this environment for the server, its tests and its remote engine; none is one of PyPI's most
+downloaded, such as crossfile's httpx, click and jinja2, or requests, numpy, pydantic, pytest,
+whose lines the model has likely seen many times) in which crossfile.uses finds at least
+MIN_USES lines; the lines chosen from them by crossfile.choose with `--seed` (the packages
+taking turns, at most 2 lines of a file, a name of a module once).
+
+At each line the defining module is open in a tab (opened first: a tab the person had open),
+then the line's file is opened (its real URI) with the line emptied to its indentation, and:
+
+1. open-read-ask: the file opened (didOpen, no edit), READ_S of reading, an Invoked request;
+2. type: the file opened, TYPE_READ_S in it, then the line's first characters after its
+   indentation (`typed_keys`: min(4, a third of the line), at least 1) typed at KEY_S a key,
+   each key an edit and an Automatic request, the previous one cancelled as VS Code does
+   ($/cancelRequest); the answer is the last key's (the typed text, then its first line),
+   timed from the last key; an Automatic answer sent before the generation ended
+   (`stop_reason` first_answer) may be a line's beginning, as the editor shows it;
+3. read-until-quiet: the file opened, READ_S of reading and on until the server has no idle
+   work left (at most crossfile.QUIET_MAX_S more), an Invoked request.
+
+Each protocol runs twice at each line: with the settings given (`context`) and with
+`contextTokens: 0` (`none`: no context block; the model not reloaded), the two taking turns
+going first from line to line; between runs every document is closed and the KV emptied
+(crossfile.forget). Reported for each run: the exact line (crossfile.same_line), whether the
+answer's first line names the name, seconds to the answer, the context tokens and chunks of
+its prompt, and the readiness: seconds from opening the file until the file's context block
+was in the KV (`block_in_kv`, polled every POLL_S until the ask, or the first key; None: not
+by then). Per package, the exact lines with no context show what the model knows already.
+
+    .venv/bin/python -m spec_lsp.bench.context_time [--lines 42] [--protocols 1,2,3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import statistics
+import time
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from spec_lsp.bench.common import ROOT, log
+from spec_lsp.bench.crossfile import (
+    QUIET_MAX_S,
+    Use,
+    _version,
+    choose,
+    forget,
+    package_dir,
+    same_line,
+    uses,
+)
+from spec_lsp.bench.in_process import Server
+from spec_lsp.bench.places import emptied, engine_options, loaded_engine, machine, report
+from spec_lsp.engine import Completion, CompletionRequest
+
+PACKAGES = [
+    "lsprotocol",
+    "pygls",
+    "pytest_lsp",
+    "cattrs",
+    "anyio",
+    "h11",
+    "httpcore",
+    "pydantic_settings",
+    "pathspec",
+    "diskcache",
+    "pynvim",
+    "gguf",
+    "hypothesis",
+]
+MIN_USES = 12  # lines crossfile.uses finds in a package for it to count
+LINES = 42
+PROTOCOLS = {1: "open-read-ask", 2: "type", 3: "read-until-quiet"}
+SETTINGS = ("context", "none")  # the settings given; contextTokens 0
+READ_S = 5.0
+TYPE_READ_S = 10.0  # in the file before typing
+KEY_S = 0.150
+MAX_KEYS = 4
+POLL_S = 0.1
+
+
+@dataclass
+class Run:
+    """One protocol at one line under one setting."""
+
+    protocol: str
+    setting: str
+    text: str = ""  # the line answered (type: the typed text, then the answer's first line)
+    typed: str = ""
+    exact: bool = False
+    uses_name: bool = False
+    seconds: float = 0.0  # to the answer: from the ask (type: from the last key)
+    read_s: float = 0.0  # from opening the file to the ask (type: to the first key)
+    ready_s: float | None = None  # from opening the file to its context block in the KV
+    prompt_tokens: int = 0
+    prompt_evaluated: int = 0
+    cache: str = ""  # how the prompt was served (file_prefix: from the file prefix)
+    context_tokens: int = 0
+    context_chunks: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# The cases
+
+
+def eligible(found: dict[str, list[Use]], min_uses: int = MIN_USES) -> dict[str, list[Use]]:
+    """The packages with at least `min_uses` lines found."""
+    return {name: lines for name, lines in found.items() if len(lines) >= min_uses}
+
+
+def cases(found: dict[str, list[Use]], n: int, seed: int) -> list[Use]:
+    """`n` lines of the eligible packages, the same for the same seed (crossfile.choose)."""
+    return choose([use for lines in eligible(found).values() for use in lines], n, seed)
+
+
+def typed_keys(expected: str) -> str:
+    """The characters typed before the pause: the line's first min(MAX_KEYS, a third of it),
+    at least one (`expected`: the line without its indentation)."""
+    return expected[: max(1, min(MAX_KEYS, len(expected) // 3))]
+
+
+# ---------------------------------------------------------------------------------------------
+# Readiness
+
+
+def block_in_kv(memory: dict[str, Any]) -> bool:
+    """The file prefix's context block evaluated into the KV (engine.memory()["file_prefix"]):
+    the engine's `block_ready` where it reports it; else a block chosen and the file prefix
+    from it all evaluated (a stand-in: later than the block alone)."""
+    return bool(memory.get("block_ready", memory["block_tokens"] > 0 and not memory["pending"]))
+
+
+class Readiness:
+    """Polls, from its making (the file opened) until `stop`, when the file's context block is
+    first in the KV."""
+
+    def __init__(self, server: Server, uri: str) -> None:
+        self.server, self.uri = server, uri
+        self.opened = time.perf_counter()
+        self.seconds: float | None = None
+        self.task = asyncio.ensure_future(self._poll())
+
+    async def _poll(self) -> None:
+        engine = self.server.engine
+        while self.seconds is None:
+            if engine.stores.file_prefix.document == self.uri and block_in_kv(
+                engine.memory()["file_prefix"]
+            ):
+                self.seconds = time.perf_counter() - self.opened
+            await asyncio.sleep(POLL_S)
+
+    def stop(self) -> float:
+        """Stops polling; the seconds since the file was opened."""
+        self.task.cancel()
+        return time.perf_counter() - self.opened
+
+
+# ---------------------------------------------------------------------------------------------
+# The protocols
+
+
+async def read(server: Server, protocol: int) -> None:
+    """The person in the file before asking (or typing), as `protocol` says."""
+    if protocol == 3:
+        await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
+    else:
+        await asyncio.sleep(TYPE_READ_S if protocol == 2 else READ_S)
+
+
+async def type_start(
+    server: Server, request: CompletionRequest, use: Use, text: str
+) -> tuple[Completion | None, float]:
+    """The line's first characters typed into `request`'s place, a key at a time, each an
+    edit and an Automatic request; the last key's answer and the seconds to it."""
+    keys = typed_keys(use.expected)
+    task: asyncio.Future[tuple[Completion | None, float]] | None = None
+    for k in range(1, len(keys) + 1):
+        prefix, suffix, _ = emptied(text, use.line, keys[:k])
+        typed = replace(request, prefix=prefix, suffix=suffix)
+        server.edit(typed)
+        if task is not None and not task.done():
+            task.cancel()  # $/cancelRequest, as VS Code sends it with the next key
+        task = asyncio.ensure_future(server.ask(typed, invoked=False))
+        if k < len(keys):
+            await asyncio.sleep(KEY_S)
+    assert task is not None
+    return await task
+
+
+async def run_protocol(server: Server, use: Use, root: Path, protocol: int, setting: str) -> Run:
+    """The defining module in a tab, then the line's file opened (didOpen, the line emptied),
+    the reading and the ask (or the typing) of `protocol`, with the context tokens `setting`
+    says; then every document closed and the KV emptied."""
+    async with server.paused():
+        tokens = server.settings.context_tokens if setting == "context" else 0
+        wanted = server.settings.model_copy(update={"context_tokens": tokens})
+        await server.scheduler.run(lambda: server.engine.update_settings(wanted))
+    tab = root.parent / use.source
+    server.open(server.request(tab.as_uri(), tab.name, "", tab.read_text(encoding="utf-8")))
+    path = root.parent / use.path
+    text = path.read_text(encoding="utf-8")
+    request = server.request(path.as_uri(), path.name, *emptied(text, use.line)[:2])
+    readiness = Readiness(server, path.as_uri())
+    server.open(request)
+    await read(server, protocol)
+    run = Run(PROTOCOLS[protocol], setting, read_s=readiness.stop())
+    run.ready_s = readiness.seconds
+    if protocol == 2:
+        run.typed = typed_keys(use.expected)
+        completion, run.seconds = await type_start(server, request, use, text)
+    else:
+        completion, run.seconds = await server.ask(request)
+    if completion is not None:
+        stats = completion.stats
+        run.text = run.typed + completion.text.split("\n")[0]
+        run.prompt_tokens, run.prompt_evaluated = stats.prompt_tokens, stats.prompt_tokens_evaluated
+        run.cache = stats.cache
+        run.context_tokens = stats.context_tokens
+        run.context_chunks = list(stats.context_chunks)
+        run.stop_reason = stats.stop_reason
+    run.exact = same_line(run.text, use.expected)
+    run.uses_name = bool(re.search(rf"\b{re.escape(use.name)}\b", run.text))
+    await forget(server, [tab.as_uri(), path.as_uri()])
+    return run
+
+
+async def ask_all(
+    server: Server, chosen: list[Use], roots: dict[str, Path], protocols: list[int]
+) -> list[dict[str, Any]]:
+    """Every protocol at every line under both settings (their order turning by line)."""
+    results = []
+    for n, use in enumerate(chosen):
+        runs = []
+        for setting in SETTINGS if n % 2 == 0 else SETTINGS[::-1]:
+            for protocol in protocols:
+                run = await run_protocol(server, use, roots[use.package], protocol, setting)
+                runs.append(run)
+                ready = "-" if run.ready_s is None else f"{run.ready_s:.1f}s"
+                log(
+                    f"{n + 1:3d} {use.path}:{use.line + 1} {run.protocol} {run.setting}: "
+                    f"{'Y' if run.exact else '-'}{'n' if run.uses_name else '-'} "
+                    f"{run.seconds:.1f}s prompt {run.prompt_evaluated}/{run.prompt_tokens} "
+                    f"{run.cache} ctx {run.context_tokens} ready {ready} "
+                    f"read {run.read_s:.0f}s  {run.text[:50]!r}"
+                )
+        log(f"    expected: {use.expected[:70]}")
+        results.append({"use": asdict(use), "runs": [asdict(r) for r in runs]})
+    return results
+
+
+# ---------------------------------------------------------------------------------------------
+# Reporting
+
+
+def quantile(values: list[float], q: float) -> float | None:
+    """The `q` quantile (nearest rank) of `values`; None if there are none."""
+    ordered = sorted(values)
+    return ordered[max(0, round(q * len(ordered)) - 1)] if ordered else None
+
+
+def seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def times(value: float | None, base: float | None) -> str:
+    return f"{value / base:.2f}x" if value is not None and base else ""
+
+
+def summary_row(protocol: str, runs: list[dict[str, Any]]) -> str:
+    """A protocol's row: context against none."""
+    by = {s: [r for r in runs if r["protocol"] == protocol and r["setting"] == s] for s in SETTINGS}
+    total = len(by["context"])
+    exact = {s: sum(r["exact"] for r in by[s]) for s in SETTINGS}
+    named = {s: sum(r["uses_name"] for r in by[s]) for s in SETTINGS}
+    q = {(s, p): quantile([r["seconds"] for r in by[s]], p) for s in SETTINGS for p in (0.5, 0.9)}
+    ready = [r["ready_s"] for r in by["context"] if r["ready_s"] is not None]
+    early = sum(r["stop_reason"] == "first_answer" for s in SETTINGS for r in by[s])
+    ratio = (
+        f"{exact['context'] / exact['none']:.2f}x" if exact["none"] else f"{exact['context']} vs 0"
+    )
+    return (
+        f"| {protocol} | {exact['context']}/{total} | {exact['none']}/{total} | {ratio} | "
+        f"{named['context']}/{total} | {named['none']}/{total} | "
+        f"{seconds(q['context', 0.5])} / {seconds(q['context', 0.9])} | "
+        f"{seconds(q['none', 0.5])} / {seconds(q['none', 0.9])} | "
+        f"{times(q['context', 0.5], q['none', 0.5])} / {times(q['context', 0.9], q['none', 0.9])} | "
+        f"{len(ready)}/{total} | {seconds(quantile(ready, 0.5))} / {seconds(quantile(ready, 0.9))} | "
+        f"{statistics.median([r['context_tokens'] for r in by['context']] or [0]):.0f} | {early} |"
+    )
+
+
+def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> str:
+    """The summary per protocol, the exact lines per package, then every line."""
+    runs = [run for result in results for run in result["runs"]]
+    rows = [
+        header,
+        "",
+        "| protocol | exact, context | exact, none | ratio | name used, context | name used, "
+        "none | time p50 / p90 (s), context | none | ratio p50 / p90 | context in the KV "
+        "before the ask | readiness p50 / p90 (s) | context tokens p50 | answered early |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    rows += [summary_row(protocol, runs) for protocol in protocols]
+    packages: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for result in results:
+        packages[result["use"]["package"]].append(result)
+    rows += [
+        "",
+        "| package | lines | " + " | ".join(f"{p} context | {p} none" for p in protocols) + " |",
+        "|---|---:|" + "---:|---:|" * len(protocols),
+    ]
+    for package, group in sorted(packages.items()):
+        counts = [
+            sum(
+                r["exact"]
+                for result in group
+                for r in result["runs"]
+                if r["protocol"] == p and r["setting"] == s
+            )
+            for p in protocols
+            for s in SETTINGS
+        ]
+        rows.append(f"| {package} | {len(group)} | " + " | ".join(map(str, counts)) + " |")
+    rows += [
+        "",
+        "Every line: exact (✓) or not (·), with context / none, per protocol; the readiness (s, "
+        "with context; - : not before the ask).",
+        "",
+        "| # | line | uses | defined in | "
+        + " | ".join(f"{p} | ready" for p in protocols)
+        + " | expected |",
+        "|---:|---|---|---|" + "---|---:|" * len(protocols) + "---|",
+    ]
+    for n, result in enumerate(results, 1):
+        use, cells = result["use"], []
+        for p in protocols:
+            by = {r["setting"]: r for r in result["runs"] if r["protocol"] == p}
+            marks = " / ".join("✓" if by[s]["exact"] else "·" for s in SETTINGS)
+            ready = by["context"]["ready_s"]
+            cells.append(f"{marks} | {'-' if ready is None else f'{ready:.1f}'}")
+        code = use["expected"].replace("|", "\\|")
+        rows.append(
+            f"| {n} | {use['path']}:{use['line'] + 1} | `{use['name']}` | {use['source']} | "
+            + " | ".join(cells)
+            + f" | `{code}` |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lines", type=int, default=LINES)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--packages",
+        nargs="+",
+        default=PACKAGES,
+        help=f"those with at least {MIN_USES} lines found are asked at",
+    )
+    parser.add_argument(
+        "--protocols",
+        default="1,2,3",
+        help="of 1 (open, read, ask), 2 (type), 3 (read until quiet, ask)",
+    )
+    engine_options(parser)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "context-time.md"))
+    args = parser.parse_args()
+    protocols = [int(p) for p in args.protocols.split(",")]
+    if not set(protocols) <= set(PROTOCOLS):
+        raise SystemExit(f"--protocols: of {', '.join(map(str, PROTOCOLS))}")
+    roots = {name: package_dir(name) for name in args.packages}
+    found = {name: uses(root) for name, root in roots.items()}
+    chosen = cases(found, args.lines, args.seed)
+    counts: dict[str, int] = defaultdict(int)
+    for use in chosen:
+        counts[use.package] += 1
+    log(
+        "lines found: "
+        + ", ".join(f"{name} {len(lines)}" for name, lines in found.items())
+        + f"; at least {MIN_USES}: {', '.join(eligible(found))}; {len(chosen)} chosen"
+    )
+    engine, extra = loaded_engine(args)
+    model = engine.local.loaded.target.info.path
+    server = Server(engine, engine.settings)
+    try:
+        results = asyncio.run(ask_all(server, chosen, roots, protocols))
+    finally:
+        server.close()
+    versions = ", ".join(f"{name} {_version(name)} ({counts[name]})" for name in counts)
+    header = (
+        f"# Context and time: {machine(model)}\n\n"
+        f"`python -m spec_lsp.bench.context_time {' '.join(_argv_shown(args))}`; "
+        f"{len(results)} lines (per package) of {versions}; settings: {extra or 'defaults'} "
+        f"(context) and contextTokens 0 (none). Protocols: 1 open, read {READ_S:g} s, ask; "
+        f"2 open, {TYPE_READ_S:g} s, type the line's first characters at {KEY_S * 1000:g} ms a "
+        f"key (Automatic requests), the last key's answer; 3 open, read until quiet, ask. "
+        f"Exact: the line (2: typed text and answer). Time: to the answer (2: from the last "
+        f"key). Readiness: from opening the file to its context block in the KV. Answered "
+        f"early: before the generation ended (Invoked: at its first whole line; Automatic: "
+        f"possibly a line's beginning, as the editor shows it)."
+    )
+    names = [PROTOCOLS[p] for p in protocols]
+    report(
+        Path(args.out),
+        render(results, names, header),
+        {"results": results, "settings": extra, "protocols": names, "packages": versions},
+    )
+
+
+def _argv_shown(args: argparse.Namespace) -> list[str]:
+    shown = [f"--lines {args.lines}", f"--protocols {args.protocols}"]
+    shown += [f"--seed {args.seed}"] if args.seed else []
+    shown += [f"--packages {' '.join(args.packages)}"] if args.packages != PACKAGES else []
+    shown += [f"--model {args.model}"] if args.model else []
+    shown += [f"--setting {s}" for s in args.setting]
+    return shown
+
+
+if __name__ == "__main__":
+    main()
