@@ -224,12 +224,14 @@ class Engine:
         *,
         kind: str = "",
         reply: Callable[[Completion], None] | None = None,
+        peeked: bool = False,
     ) -> Completion:
         """The whole suggestion. `reply`, if given, is called once, earlier, with what can be
         shown (the first complete line, or what is ready up to a word boundary when the answer
         budget runs out; an Invoked request's first line whole) while the generation goes on
-        (first_answer)."""
-        cached = self.peek(request)  # the caches: typed through a suggestion
+        (first_answer). `peeked`: the caller looked in the caches just before (the server's
+        scheduler does, before queueing)."""
+        cached = None if peeked else self.peek(request)  # typed through a suggestion
         if cached is not None:
             return cached
         answer = begin(

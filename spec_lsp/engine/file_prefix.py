@@ -19,12 +19,15 @@ follows its head in the prompt (the suffix, the last lines before the cursor, th
   outside (its window starts above the anchor, or its cursor is past the budget), not when the
   place is inside but not evaluated yet.
 - An edit keeps what comes before it: growth resumes from the first changed line.
-- One document at a time, the last one asked about, or, before any request, the first one
-  opened (from its first line: the cursor is not known yet). The snapshot is bounded by the budget
+- One document at a time: the last one opened, edited or asked about. An opened one grows
+  from its first line (the cursor is not known yet), its context block first, and only its
+  first OPENED_TOKENS until a place is known. The snapshot is bounded by the budget
   (Qwen2.5-Coder-1.5B: 28 KB a token, 86 MB for 3,000 tokens); closing the document frees it.
-- This is llama-server's `--cache-reuse` idea without shifting KV positions: nothing moves, so
-  models whose KV cannot be shifted (or removed in part: see `supports_rollback`) are fine as
-  long as their cache can be cut back, and the cost is one snapshot copy (~50 ms for 86 MB).
+- The context block comes first, and is chosen before the text is evaluated: each token is
+  evaluated once. A block that changes later (another document, the workspace) is evaluated
+  alone and put before the text's KV (`_put_block`, with `kvShift`), as llama-server's
+  `--cache-reuse` moves a cache; without the shift the text is evaluated again. Otherwise
+  nothing moves, and the cost of a place is one snapshot copy (~50 ms for 86 MB).
 """
 
 from __future__ import annotations
@@ -51,6 +54,9 @@ from spec_lsp.prompts import window
 ANCHOR_LINES = 16  # anchors sit on multiples of this many lines
 MIDDLE_ROOM = 512  # tokens left in the context for the last lines before the cursor, margins
 SAVE_AFTER = 32  # tokens grown before a new snapshot is worth its copy
+# the text evaluated after a document's block when it is only opened (no place known yet); the
+# rest once a request or an edit places the cursor there
+OPENED_TOKENS = 1024
 
 
 class FilePrefix:
@@ -65,7 +71,7 @@ class FilePrefix:
         self.block: Block | None = None  # the context block it opens with (context/block.py)
         self.warmed: Block | None = None  # the block the last place was prewarmed with
         self.pending = False  # the text from the anchor is not all evaluated yet
-        self.opened = False  # anchored at open (adopt), before any request placed the cursor
+        self.opened = False  # anchored at open (focus), before any request placed the cursor
         self.evaluated = 0  # tokens evaluated while idle, over all documents
         self.moved = 0  # tokens moved into place while idle instead (kvShift)
         self.reanchored = 0
@@ -160,7 +166,7 @@ class FilePrefix:
             self.document_changed(request.document_id, text)
             self.request = request
             if self.opened:  # anchored at open: kept if the place would have chosen it too
-                self.opened = False
+                self.opened, self.pending = False, True  # (and grown on to the whole budget)
                 if place_anchor() == self.anchor:
                     return
             elif prompt.anchored or self._covers(request, prompt, prompts, budget):
@@ -229,6 +235,8 @@ class FilePrefix:
         keystroke at that place wants it back). Returns the tokens evaluated."""
         total = self.evaluated
         budget = self.text_budget(settings, prompts)
+        if self.opened:  # no place known yet: the file's first lines only (a person switching
+            budget = min(budget, OPENED_TOKENS)  # files often keeps the CPU busy less)
         if not self.pending or self.request is None or not budget:
             return 0
         plan = prompts.file_prefix(self.text, self.request, self.anchor, budget, self.block)

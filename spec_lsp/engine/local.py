@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 # a prompt with the context block is used when it evaluates at most this many tokens more than
 # the prompt without it (the block's KV is evaluated while idle, never on a request's time)
 CONTEXT_SLACK = 16
+# an Invoked request (the person asked, and waits) also takes the block when what the caches do
+# not hold of it costs at most this share of the prompt's own tokens: its answer up to ~2.5x
+# later, with the other files' parts (a file opened and asked after a few seconds of reading)
+INVOKED_SLACK = 1.5
 
 
 class LocalStage:
@@ -118,7 +122,8 @@ class LocalStage:
         when that evaluates fewer tokens (and shows the model no less of the file); opening
         with the document's context block when that evaluates no more than without it (its KV
         is evaluated while idle: a request never waits for context). `idle` (a prewarm):
-        with the block once the file prefix holds it, whatever it costs."""
+        with the block once the file prefix holds it, whatever it costs. An Invoked request
+        takes the block at a higher cost (INVOKED_SLACK)."""
         prompts, settings = self.prompts, self.settings
         prompt = prompts.build(request, settings)
         if not settings.cache or not prompt.tokens:
@@ -140,7 +145,10 @@ class LocalStage:
         best, context = cheapest(False), cheapest(True)
         assert best is not None  # (the window without the block is always there)
         ready = idle and not fp.pending  # (the file prefix holds the block)
-        if context is not None and (ready or costs[context] <= costs[best] + CONTEXT_SLACK):
+        slack = CONTEXT_SLACK
+        if request.invoked:  # the person asked and waits: the rest of the block on its time
+            slack = max(slack, int(costs[best] * INVOKED_SLACK))
+        if context is not None and (ready or costs[context] <= costs[best] + slack):
             best = context
         if candidates[best].anchored:
             fp.used += 1

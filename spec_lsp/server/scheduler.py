@@ -337,7 +337,7 @@ class Scheduler:
         waited = time.perf_counter() - queued if queued is not None else 0.0
         self.queue_waits.append(waited)
         try:
-            completion = self.engine.complete(request, token, reply=reply)
+            completion = self.engine.complete(request, token, reply=reply, peeked=True)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug(
                     "%s v%d: queue %.0f ms, %s",
@@ -391,11 +391,13 @@ class Scheduler:
         self._loop.call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)
 
     def opened(self, request: CompletionRequest) -> None:
-        """didOpen: the engine may start the document's file prefix (engine.document_opened),
-        grown as idle work once nothing else is going on."""
+        """didOpen: the document takes the file prefix (engine.document_opened), its block and
+        text grown as idle work once nothing else is going on; the idle work under way (the
+        last document's) stops for it."""
         if self.closed or not self.engine.ready:
             return
         self._loop = asyncio.get_running_loop()
+        self._stop_idle("a document opened")  # (the last one's file prefix: moot now)
 
         def job() -> None:
             try:

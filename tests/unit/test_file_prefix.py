@@ -10,6 +10,7 @@ import pytest
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.backends.base import common_prefix_len
+from spec_lsp.engine.file_prefix import OPENED_TOKENS
 from spec_lsp.prompts.window import line_chunks, line_offset
 
 LINES = [f"def function_{i}(x):\n    return x * {i} + len('{'ab' * (i % 7)}')\n" for i in range(90)]
@@ -236,12 +237,18 @@ def test_a_file_opened_gets_its_block_before_any_edit_or_request(engine):
     assert [c.reason for c in fp.block.chunks] == ["definition:polygon_area"]
     assert evaluated == len(fp.snapshot.tokens)  # block and text, each token once
     assert fp.report()["focused"] == 1
+    # no place known yet: the file's first OPENED_TOKENS only (switching files costs less)
+    assert len(fp.snapshot.tokens) - fp.snapshot_head <= OPENED_TOKENS < len(FOCUSED)
     # a request later in the file uses it: its prompt opens with the block, the block's KV held
     request = at(100, FOCUSED)
     prompt = engine.local.prompt(request)
     assert prompt.block is fp.block
     head = len(engine.local.prompts.file_prefix("", request, 0, 1 << 20, fp.block))
     assert fp.held(prompt.tokens) >= head
+    # a place known: the rest grows while idle
+    engine.complete(request, CancelToken())
+    grow(engine)
+    assert len(fp.snapshot.tokens) - fp.snapshot_head > OPENED_TOKENS
 
 
 def test_another_file_opened_takes_the_file_prefix(engine):

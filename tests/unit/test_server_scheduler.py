@@ -43,7 +43,9 @@ class ScriptedEngine:
     def from_in_flight(self, request: CompletionRequest) -> Completion | None:
         return self.in_flight_line if self.extends_in_flight(request) else None
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken, reply=None) -> Completion:
+    def complete(
+        self, request: CompletionRequest, cancel: CancelToken, reply=None, peeked=False
+    ) -> Completion:
         self.started.append(request.prefix)
         if request.prefix == "crash":
             raise RuntimeError("a bug")
