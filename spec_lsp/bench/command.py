@@ -20,6 +20,7 @@ MODULES = {
     "places": "places",  # time to a suggestion at places of an open file, against plain FIM
     "crossfile": "crossfile",  # lines that use another module's definition: context or none
     "context-time": "context_time",  # cross-file lines opened, typed, read: context and when
+    "block-swap": "block_swap",  # a new block under an evaluated text: moved KV or exact
     "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
     "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
     "gate": "gate",  # the confidence gate, fitted and measured on held-out lines

@@ -53,6 +53,7 @@ from spec_lsp.bench.crossfile import (
     _version,
     choose,
     forget,
+    line_row,
     package_dir,
     same_line,
     uses,
@@ -347,19 +348,32 @@ def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> 
             marks = " / ".join("✓" if by[s]["exact"] else "·" for s in SETTINGS)
             ready = by["context"]["ready_s"]
             cells.append(f"{marks} | {'-' if ready is None else f'{ready:.1f}'}")
-        code = use["expected"].replace("|", "\\|")
-        rows.append(
-            f"| {n} | {use['path']}:{use['line'] + 1} | `{use['name']}` | {use['source']} | "
-            + " | ".join(cells)
-            + f" | `{code}` |"
-        )
+        rows.append(line_row(n, use, cells))
     return "\n".join(rows) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--lines", type=int, default=LINES)
+def case_parser(doc: str, lines: int, out: str) -> argparse.ArgumentParser:
+    """A benchmark's arguments (`doc`: its module's docstring): --lines and --seed (how many
+    lines are asked at, and which: cases), the engine's options and --out (the report, in
+    bench/results by default)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--lines", type=int, default=lines)
     parser.add_argument("--seed", type=int, default=0)
+    engine_options(parser)
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / out))
+    return parser
+
+
+def package_versions(chosen: list[Use]) -> str:
+    """The packages of the lines `chosen`, each with its version and its lines' count."""
+    counts: dict[str, int] = defaultdict(int)
+    for use in chosen:
+        counts[use.package] += 1
+    return ", ".join(f"{name} {_version(name)} ({counts[name]})" for name in counts)
+
+
+def main() -> None:
+    parser = case_parser(__doc__, LINES, "context-time.md")
     parser.add_argument(
         "--packages",
         nargs="+",
@@ -371,8 +385,6 @@ def main() -> None:
         default="1,2,3",
         help="of 1 (open, read, ask), 2 (type), 3 (read until quiet, ask)",
     )
-    engine_options(parser)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "context-time.md"))
     args = parser.parse_args()
     protocols = [int(p) for p in args.protocols.split(",")]
     if not set(protocols) <= set(PROTOCOLS):
@@ -380,9 +392,6 @@ def main() -> None:
     roots = {name: package_dir(name) for name in args.packages}
     found = {name: uses(root) for name, root in roots.items()}
     chosen = cases(found, args.lines, args.seed)
-    counts: dict[str, int] = defaultdict(int)
-    for use in chosen:
-        counts[use.package] += 1
     log(
         "lines found: "
         + ", ".join(f"{name} {len(lines)}" for name, lines in found.items())
@@ -395,7 +404,7 @@ def main() -> None:
         results = asyncio.run(ask_all(server, chosen, roots, protocols))
     finally:
         server.close()
-    versions = ", ".join(f"{name} {_version(name)} ({counts[name]})" for name in counts)
+    versions = package_versions(chosen)
     header = (
         f"# Context and time: {machine(model)}\n\n"
         f"`python -m spec_lsp.bench.context_time {' '.join(_argv_shown(args))}`; "

@@ -38,7 +38,7 @@ import re
 import statistics
 import tokenize
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -495,13 +495,19 @@ def render(results: list[dict[str, Any]], variants: list[str], header: str) -> s
     ]
     for n, result in enumerate(results, 1):
         use = result["use"]
-        marks = " | ".join("✓" if a["exact"] else "·" for a in result["answers"])
-        code = use["expected"].replace("|", "\\|")
-        rows.append(
-            f"| {n} | {use['path']}:{use['line'] + 1} | `{use['name']}` | {use['source']} | "
-            f"{marks} | `{code}` |"
-        )
+        rows.append(line_row(n, use, ["✓" if a["exact"] else "·" for a in result["answers"]]))
     return "\n".join(rows) + "\n"
+
+
+def line_row(n: int, use: dict[str, Any], cells: Sequence[str]) -> str:
+    """The `n`th line's row of a table: its place, name and defining module, `cells`, and the
+    line itself."""
+    code = use["expected"].replace("|", "\\|")
+    return (
+        f"| {n} | {use['path']}:{use['line'] + 1} | `{use['name']}` | {use['source']} | "
+        + " | ".join(cells)
+        + f" | `{code}` |"
+    )
 
 
 def main() -> None:
