@@ -43,6 +43,7 @@ from spec_lsp.engine.backends.base import (
     Snapshot,
     append,
     common_prefix_len,
+    kept_by_sync,
     moved_runs,
     sync,
 )
@@ -260,13 +261,22 @@ class FilePrefix:
             try:
                 # a request stops the chunk being computed, within ~50 ms, and it is lost: idle
                 # work, cheap to lose; 16-token chunks with checks between ran ~20% slower
-                sync(
-                    target,
-                    plan,
-                    check=cancel.raise_if_cancelled,
-                    chunk=ABORTABLE_CHUNK,
-                    abort=cancel,
-                )
+                ends = [head, len(plan)]  # the block first: its readiness is known at once
+                if target.shift_min and target.info.can_shift:  # (unless the text is moved)
+                    keep = kept_by_sync(target, plan)
+                    if moved_runs(target.tokens, plan, keep, target.shift_min):
+                        ends = [len(plan)]
+                for end in ends:
+                    if end <= common_prefix_len(target.tokens, plan) or end < 2:
+                        continue
+                    sync(
+                        target,
+                        plan[:end],
+                        check=cancel.raise_if_cancelled,
+                        chunk=ABORTABLE_CHUNK,
+                        abort=cancel,
+                    )
+                    self._check_ready(end, head)
                 self.pending = False
             finally:
                 grown = common_prefix_len(target.tokens, plan)
