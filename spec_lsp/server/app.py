@@ -40,6 +40,7 @@ def build_server(settings: Settings, engine: Engine) -> SpecLanguageServer:
         (lsp.TEXT_DOCUMENT_DID_CHANGE, None, handlers.document_changed),
         (lsp.TEXT_DOCUMENT_DID_CLOSE, None, handlers.document_closed),
         (handlers.STATS_METHOD, None, handlers.stats),
+        (handlers.FOCUS_METHOD, None, handlers.document_focused),
         (handlers.DOCUMENT_METHOD, None, handlers.document_digest),
         (lsp.SHUTDOWN, None, handlers.shutdown),
     ]

@@ -20,6 +20,9 @@ from spec_lsp.server.protocol import LspTextDocument
 
 log = logging.getLogger(__name__)
 STATS_METHOD = "specLsp/stats"
+# a client's notification that the person brought an open document into view (a tab chosen, a
+# window entered): its file prefix and context block grow while they read, as at didOpen
+FOCUS_METHOD = "specLsp/didFocus"
 DOCUMENT_METHOD = "specLsp/document"
 SECTION = "specLsp"
 
@@ -125,6 +128,19 @@ def document_changed(
         position = convert.clamp(document, where)
         ls.scheduler.prewarm(convert.to_request(document, position, ls.settings))
     elif isinstance(params, lsp.DidOpenTextDocumentParams):
+        ls.scheduler.opened(convert.to_request(document, lsp.Position(0, 0), ls.settings))
+
+
+def document_focused(ls: SpecLanguageServer, params: Any) -> None:
+    """specLsp/didFocus `{textDocument: {uri}}`: an open document brought into view (VS Code's
+    active editor, Neovim's BufEnter). The file prefix becomes its own, as at didOpen; a
+    document not open, too large, or completions off: nothing."""
+    text_document = getattr(params, "text_document", None) or getattr(params, "textDocument", None)
+    uri = getattr(text_document, "uri", None)
+    document = ls.workspace.text_documents.get(unquote(uri)) if isinstance(uri, str) else None
+    if document is None or not ls.settings.enable:
+        return
+    if len(document.source) <= ls.settings.max_document_chars:
         ls.scheduler.opened(convert.to_request(document, lsp.Position(0, 0), ls.settings))
 
 

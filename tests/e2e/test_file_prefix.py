@@ -112,3 +112,21 @@ async def test_a_file_opened_while_another_holds_the_prefix_takes_it(client):
         timeout=30.0,
     )
     assert held.requests == 1  # (no request there)
+
+
+async def test_a_document_brought_into_view_takes_the_file_prefix(client):
+    """specLsp/didFocus (a tab chosen in VS Code, a buffer entered in Neovim): an open
+    document, neither opened nor edited again, takes the file prefix; unknown documents and
+    malformed params are ignored."""
+    open_doc(client, TEXT, uri=URI)
+    open_doc(client, TEXT.replace("function_", "other_"), uri="file:///work/other.py")
+    before = (
+        await poll(
+            client, lambda s: s.file_prefix.focused == 2 and not s.memory.file_prefix.pending
+        )
+    ).file_prefix
+    client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": "file:///nowhere.py"}})
+    client.protocol.notify("specLsp/didFocus", {"textDocument": 3})
+    client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": URI}})
+    after = await poll(client, lambda s: s.file_prefix.focused == before.focused + 1)
+    assert after.memory.file_prefix.anchor_line == 0

@@ -249,3 +249,32 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
     assert re.search(r"suggestions accepted \d+%", line), line
     status = nv.exec_lua("require('spec_lsp').last_stats = ...; return require('spec_lsp').status()", s)
     assert re.fullmatch(r"spec-lsp \d+% · [\d.]+ tok/s", status), status
+
+
+@pytest.mark.parametrize(("binary", "native"), variants()[:1])
+def test_entering_a_buffer_moves_the_file_prefix_there(nvim_factory, tmp_path: Path, binary, native):
+    """BufEnter sends specLsp/didFocus: going back to a buffer opened before (no didOpen, no
+    edit) makes it the document whose context is evaluated while the person reads."""
+    nv, _log = nvim_factory(binary, native)
+    first, second = tmp_path / "first.py", tmp_path / "second.py"
+    first.write_text("def one():\n    return 1\n")
+    second.write_text("def two():\n    return 2\n")
+    nv.command(f"edit {first}")
+    wait_for(
+        "the spec_lsp client",
+        lambda: nv.exec_lua("local c = require('spec_lsp').client(0); return c and c.initialized"),
+        30,
+    )
+    wait_for("the model to load", lambda: stats(nv).get("models"), GHOST_TIMEOUT)
+    nv.command(f"edit {second}")  # didOpen: the second takes it
+    focused = wait_for(
+        "the second file focused", lambda: stats(nv)["file_prefix"]["focused"] >= 2 or None, 30
+    )
+    assert focused
+    before = stats(nv)["file_prefix"]["focused"]
+    nv.command(f"buffer {nv.funcs.bufnr(str(first))}")  # back: BufEnter, no didOpen
+    wait_for(
+        "the first file focused again",
+        lambda: stats(nv)["file_prefix"]["focused"] == before + 1 or None,
+        30,
+    )

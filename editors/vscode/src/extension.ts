@@ -13,6 +13,8 @@ import {
 
 const SECTION = 'specLsp';
 const STATS_METHOD = 'specLsp/stats';
+/** The person brought an open document into view: the server evaluates its context while they read. */
+const FOCUS_METHOD = 'specLsp/didFocus';
 /** Extension settings whose change needs a new server process. */
 const RESTART_KEYS = ['serverCommand', 'serverArgs', 'serverEnv', 'languages'];
 
@@ -59,10 +61,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('specLsp.showStats', showStats),
     vscode.commands.registerCommand('specLsp.toggle', toggle),
     vscode.workspace.onDidChangeConfiguration(onConfigurationChanged),
+    vscode.window.onDidChangeActiveTextEditor(focused),
     { dispose: stopPolling },
   );
   status.show();
   await startClient();
+}
+
+/** A tab chosen: tell the server (documents opened before are already open there). */
+function focused(editor: vscode.TextEditor | undefined): void {
+  if (!editor || !client?.isRunning()) {
+    return;
+  }
+  const uri = client.code2ProtocolConverter.asUri(editor.document.uri);
+  void client.sendNotification(FOCUS_METHOD, { textDocument: { uri } });
 }
 
 export async function deactivate(): Promise<void> {

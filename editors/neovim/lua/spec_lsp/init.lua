@@ -205,6 +205,19 @@ function M.setup(opts)
   start_client(config)
   create_commands()
   local group = vim.api.nvim_create_augroup('spec_lsp', { clear = true })
+  -- a buffer entered: the server evaluates its context while you read (specLsp/didFocus)
+  vim.api.nvim_create_autocmd('BufEnter', {
+    group = group,
+    callback = function(args)
+      local get = vim.lsp.get_clients or vim.lsp.get_active_clients
+      local client = get({ name = config.name, bufnr = args.buf })[1] -- (attached to it)
+      if client then
+        client_call(client, 'notify', 'specLsp/didFocus', {
+          textDocument = { uri = vim.uri_from_bufnr(args.buf) },
+        })
+      end
+    end,
+  })
   if config.native then
     vim.lsp.inline_completion.enable(true)
     map_native(config.keymaps)
