@@ -111,14 +111,15 @@ class FilePrefix:
         return True
 
     # -- a request ---------------------------------------------------------------------------
-    def prompt(
-        self, request: CompletionRequest, prompts: PromptBuilder, settings: Settings
-    ) -> Prompt | None:
-        """The request's prompt laid out from the anchor, if the document has a file prefix."""
-        budget = self.text_budget(settings, prompts)
+    def anchor_for(
+        self, request: CompletionRequest, settings: Settings, n_ctx: int
+    ) -> tuple[int, int] | None:
+        """(The anchor line, the budget with the block's share) a request's prompt may be laid
+        out from, if the document has a file prefix (PromptBuilder.candidates)."""
+        budget = self.budget(settings, n_ctx)
         if request.document_id != self.document or not budget or self.snapshot is None:
             return None
-        return prompts.build_anchored(request, settings, self.anchor, budget, self.block)
+        return self.anchor, budget
 
     def unwarmed(self) -> CompletionRequest | None:
         """The place last asked about, if its prompt with a new context block is still to be

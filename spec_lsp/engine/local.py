@@ -124,18 +124,16 @@ class LocalStage:
         is evaluated while idle: a request never waits for context). `idle` (a prewarm):
         with the block once the file prefix holds it, whatever it costs. An Invoked request
         takes the block at a higher cost (INVOKED_SLACK)."""
-        prompts, settings = self.prompts, self.settings
-        prompt = prompts.build(request, settings)
-        if not settings.cache or not prompt.tokens:
-            return prompt
-        fp = self.stores.file_prefix
-        block = fp.block if fp.document == request.document_id else None
-        candidates = [prompt]
-        if block is not None:
-            candidates.append(prompts.build(request, settings, block))
-        anchored = fp.prompt(request, prompts, settings)  # (with the block, if any)
-        if anchored is not None and anchored.first_line <= prompt.first_line:
-            candidates.append(anchored)
+        prompts, settings, fp = self.prompts, self.settings, self.stores.file_prefix
+        mine = settings.cache and fp.document == request.document_id
+        candidates = prompts.candidates(
+            request,
+            settings,
+            block=fp.block if mine else None,
+            anchor=fp.anchor_for(request, settings, prompts.target.n_ctx) if mine else None,
+        )
+        if len(candidates) == 1:  # (nothing cached to price it against)
+            return candidates[0]
         costs = [self._to_evaluate(request, p) for p in candidates]
 
         def cheapest(with_block: bool) -> int | None:  # (a tie goes to the anchored prompt)
@@ -164,7 +162,7 @@ class LocalStage:
         cache held."""
         if prompt.block is None:
             return
-        tokens = self.prompts.block_tokens(prompt.block)
+        tokens = prompt.block.tokens  # (counted when the prompt was built)
         held = len(prompt.tokens) - self._to_evaluate(request, prompt)
         stats.context_chunks = prompt.block.describe()
         stats.context_tokens, stats.context_cached_tokens = tokens, min(tokens, held)

@@ -89,6 +89,33 @@ class PromptBuilder:
             self._healed(request, tokens, last, anchor, head), anchored=True, block=block
         )
 
+    def candidates(
+        self,
+        request: CompletionRequest,
+        settings: Settings,
+        *,
+        block: Block | None = None,
+        anchor: tuple[int, int] | None = None,
+    ) -> list[Prompt]:
+        """The prompts a request may be asked with, the window first: the window after the
+        context `block`, and the prompt laid out from the file prefix's `anchor` (its line, its
+        budget with the block's share) where that shows the model no less of the file."""
+        window = self.build(request, settings)
+        found = [window]
+        if not window.tokens:
+            return found
+        if block is not None:
+            found.append(self.build(request, settings, block))
+        if anchor is not None:
+            line, budget = anchor
+            budget -= self.block_tokens(block)
+            anchored = (
+                self.build_anchored(request, settings, line, budget, block) if budget else None
+            )
+            if anchored is not None and anchored.first_line <= window.first_line:
+                found.append(anchored)
+        return found
+
     def file_prefix(
         self,
         text: str,
