@@ -20,7 +20,11 @@ then the line's file is opened (its real URI) with the line emptied to its inden
    timed from the last key; an Automatic answer sent before the generation ended
    (`stop_reason` first_answer) may be a line's beginning, as the editor shows it;
 3. read-until-quiet: the file opened, READ_S of reading and on until the server has no idle
-   work left (at most crossfile.QUIET_MAX_S more), an Invoked request.
+   work left (at most crossfile.QUIET_MAX_S more), an Invoked request;
+4. type-at-once: the file opened and the line typed from that moment (its first AT_ONCE_KEYS
+   characters) at KEY_S a key, each key an edit and an Automatic request: whether the idle
+   work between keys still gets the block into the KV (its readiness / KEY_S: the keys it
+   takes), and the last key's answer.
 
 Each protocol runs twice at each line: with the settings given (`context`) and with
 `contextTokens: 0` (`none`: no context block; the model not reloaded), the two taking turns
@@ -79,12 +83,13 @@ PACKAGES = [
 ]
 MIN_USES = 12  # lines crossfile.uses finds in a package for it to count
 LINES = 42
-PROTOCOLS = {1: "open-read-ask", 2: "type", 3: "read-until-quiet"}
+PROTOCOLS = {1: "open-read-ask", 2: "type", 3: "read-until-quiet", 4: "type-at-once"}
 SETTINGS = ("context", "none")  # the settings given; contextTokens 0
 READ_S = 5.0
 TYPE_READ_S = 10.0  # in the file before typing
 KEY_S = 0.150
 MAX_KEYS = 4
+AT_ONCE_KEYS = 40  # protocol 4: the line typed from the moment the file opens, at most this
 POLL_S = 0.1
 
 
@@ -99,7 +104,7 @@ class Run:
     exact: bool = False
     uses_name: bool = False
     seconds: float = 0.0  # to the answer: from the ask (type: from the last key)
-    read_s: float = 0.0  # from opening the file to the ask (type: to the first key)
+    read_s: float = 0.0  # from opening the file to the ask (type: to the first key; 4: the last)
     ready_s: float | None = None  # from opening the file to its context block in the KV
     prompt_tokens: int = 0
     prompt_evaluated: int = 0
@@ -173,16 +178,15 @@ async def read(server: Server, protocol: int) -> None:
     """The person in the file before asking (or typing), as `protocol` says."""
     if protocol == 3:
         await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
-    else:
+    elif protocol != 4:  # (4: typing at once)
         await asyncio.sleep(TYPE_READ_S if protocol == 2 else READ_S)
 
 
 async def type_start(
-    server: Server, request: CompletionRequest, use: Use, text: str
+    server: Server, request: CompletionRequest, use: Use, text: str, keys: str
 ) -> tuple[Completion | None, float]:
-    """The line's first characters typed into `request`'s place, a key at a time, each an
-    edit and an Automatic request; the last key's answer and the seconds to it."""
-    keys = typed_keys(use.expected)
+    """`keys` typed into `request`'s place, a key at a time, each an edit and an Automatic
+    request; the last key's answer and the seconds to it."""
     task: asyncio.Future[tuple[Completion | None, float]] | None = None
     for k in range(1, len(keys) + 1):
         prefix, suffix, _ = emptied(text, use.line, keys[:k])
@@ -213,13 +217,18 @@ async def run_protocol(server: Server, use: Use, root: Path, protocol: int, sett
     readiness = Readiness(server, path.as_uri())
     server.open(request)
     await read(server, protocol)
-    run = Run(PROTOCOLS[protocol], setting, read_s=readiness.stop())
-    run.ready_s = readiness.seconds
-    if protocol == 2:
-        run.typed = typed_keys(use.expected)
-        completion, run.seconds = await type_start(server, request, use, text)
+    run = Run(PROTOCOLS[protocol], setting)
+    if protocol in (2, 4):  # (4: the readiness goes on being polled while typing)
+        run.typed = typed_keys(use.expected) if protocol == 2 else use.expected[:AT_ONCE_KEYS]
+        if protocol == 2:
+            run.read_s = readiness.stop()
+        completion, run.seconds = await type_start(server, request, use, text, run.typed)
+        if protocol == 4:
+            run.read_s = readiness.stop()
     else:
+        run.read_s = readiness.stop()
         completion, run.seconds = await server.ask(request)
+    run.ready_s = readiness.seconds
     if completion is not None:
         stats = completion.stats
         run.text = run.typed + completion.text.split("\n")[0]
