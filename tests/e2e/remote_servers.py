@@ -171,6 +171,7 @@ class Stub:
         self.count = "chars"  # /tokenize: chars (chars_per_token a token) or lines
         self.llama_server = False
         self.infill_status = 0
+        self.logprob: float | None = None  # each token's, sent where asked for (logprobs, n_probs)
         self.timings: dict[str, Any] = {"prompt_n": 7, "draft_n": 10, "draft_n_accepted": 6}
         self.completions: list[dict[str, Any]] = []  # request bodies
         self.infills: list[dict[str, Any]] = []  # /infill request bodies
@@ -278,6 +279,15 @@ class _Handler(BaseHTTPRequestHandler):
                     event["timings"] = stub.timings
                 if not native:
                     event = {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
+                if stub.logprob is not None and native and body.get("n_probs"):
+                    event["completion_probabilities"] = [
+                        {"id": 1, "token": piece, "logprob": stub.logprob, "top_logprobs": []}
+                    ]
+                elif stub.logprob is not None and body.get("logprobs"):
+                    event["choices"][0]["logprobs"] = {
+                        "tokens": [piece],
+                        "token_logprobs": [stub.logprob],
+                    }
                 self._chunk(f"data: {json.dumps(event)}\n\n".encode())
                 sent += 1
                 time.sleep(stub.delay_s)

@@ -18,9 +18,11 @@ from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
 from tests.e2e.conftest import (
+    INVOKED,
     edit,
     inline,
     open_doc,
+    params,
     send_inline,
     server_config,
     start,
@@ -223,3 +225,39 @@ async def test_each_fault_is_one_message_with_the_url_then_recovery(
     result = await until(lambda: served(client, 1, 4), 15)
     assert result.items[0].insert_text == "return 1"
     assert len(client.messages) == 1 and (await stats(client)).remote.state == "ok"
+
+
+# -- the confidence gate on a server's answers (its token log probabilities) ----------------------
+@pytest.mark.parametrize("native", [False, True])
+async def test_the_gate_hides_an_unsure_automatic_answer_from_the_server(client, stub, native):
+    """With the gate on, the server is asked for its tokens' log probabilities (`logprobs`, or
+    llama-server's `n_probs` at /infill): an Automatic answer it was unsure of is hidden, a sure
+    one shown, an Invoked one always answered."""
+    stub.llama_server = native
+    stub.pieces = ["total", " = a + b", "\n"]
+    api = {"remoteApi": "infill"} if native else {}
+    await connect(client, stub.url, precompute=False, gateThreshold=0.4, **api)
+    open_doc(client, "def f(a, b):\n    ")
+    asked = stub.infills if native else stub.completions
+    stub.logprob = -6.0  # (unsure of every token)
+    assert not (await inline(client, 1, 4)).items
+    assert asked[-1].get("n_probs" if native else "logprobs") == 1
+    assert (await stats(client)).acceptance.hidden == 1
+    other = "file:///work/other.py"
+    open_doc(client, "def g(a, b):\n    ", uri=other)
+    invoked = await client.text_document_inline_completion_async(
+        params(1, 4, uri=other, kind=INVOKED)
+    )
+    assert invoked.items
+    stub.logprob = -0.01  # (sure)
+    sure = "file:///work/sure.py"
+    open_doc(client, "def h(a, b):\n    ", uri=sure)
+    assert (await inline(client, 1, 4, uri=sure)).items
+    assert (await stats(client)).acceptance.hidden == 1  # (no more hidden)
+
+
+async def test_without_the_gate_the_server_is_not_asked_for_log_probabilities(client, stub):
+    await connect(client, stub.url, precompute=False, gateThreshold=0)
+    open_doc(client, "def f(a, b):\n    ")
+    assert (await inline(client, 1, 4)).items
+    assert "logprobs" not in stub.completions[-1] and "n_probs" not in stub.completions[-1]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.context.block import Block
@@ -74,6 +75,8 @@ def ask(
             on_text(prompt.generated(text))
 
         job = _job(remote, prompt, request.max_tokens, request.sampling, should_stop, progress)
+        # the confidence gate's token probabilities, as in process: asked only with it on
+        job = replace(job, logprobs=settings.gate_threshold > 0)
         try:
             with remote.tokens.asking():
                 return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
+import math
 import queue
 import ssl
 import threading
@@ -55,6 +56,7 @@ class Chunk:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None  # token counts (vLLM, llama-server; /infill's in kind)
     timings: dict[str, Any] | None = None  # llama-server: its own prompt/decode times
+    logprobs: tuple[float, ...] = ()  # of its tokens, where asked for and sent
 
 
 def base_url(url: str, *, allow_http: bool) -> str:
@@ -271,6 +273,7 @@ class RemoteClient:
                 finish_reason=choices[0].get("finish_reason"),
                 usage=event.get("usage") if isinstance(event.get("usage"), dict) else None,
                 timings=event.get("timings") if isinstance(event.get("timings"), dict) else None,
+                logprobs=token_logprobs(choices[0].get("logprobs")),
             )
         except (ValueError, TypeError, AttributeError, IndexError) as exc:
             raise self._malformed(path, data) from exc
@@ -382,8 +385,9 @@ def _native_chunk(event: dict[str, Any]) -> Chunk:
         raise TypeError("content is not a string")
     timings = event.get("timings")
     timings = timings if isinstance(timings, dict) else None  # (every chunk's: timings_per_token)
+    logprobs = token_logprobs(event.get("completion_probabilities"))
     if not event.get("stop"):
-        return Chunk(text=text, timings=timings)
+        return Chunk(text=text, timings=timings, logprobs=logprobs)
     usage = {
         name: event[field]
         for name, field in (
@@ -394,7 +398,37 @@ def _native_chunk(event: dict[str, Any]) -> Chunk:
         if isinstance(event.get(field), int)
     }
     stop = "length" if event.get("stop_type") == "limit" else "stop"
-    return Chunk(text=text, finish_reason=stop, usage=usage or None, timings=timings)
+    return Chunk(
+        text=text, finish_reason=stop, usage=usage or None, timings=timings, logprobs=logprobs
+    )
+
+
+def token_logprobs(found: Any) -> tuple[float, ...]:
+    """The log probabilities of a chunk's tokens, in the shapes servers send them: OpenAI's
+    completions (`logprobs.token_logprobs`), llama-server's OpenAI-compatible chat-style
+    (`logprobs.content[].logprob`) and its own streams (`completion_probabilities[]`: `logprob`,
+    or, from older builds, the chosen token's `prob` among `probs`); () for anything else."""
+    entries: list[Any] = []
+    if isinstance(found, dict):
+        listed = found.get("token_logprobs")
+        entries = listed if isinstance(listed, list) else found.get("content") or []
+    elif isinstance(found, list):
+        entries = found
+    values = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("logprob"), (int, float)):
+            values.append(float(entry["logprob"]))
+        elif isinstance(entry, dict) and isinstance(entry.get("probs"), list):
+            chosen = [
+                p.get("prob")
+                for p in entry["probs"]
+                if isinstance(p, dict) and p.get("tok_str") == entry.get("content")
+            ]
+            if chosen and isinstance(chosen[0], (int, float)) and chosen[0] > 0:
+                values.append(math.log(chosen[0]))
+        elif isinstance(entry, (int, float)) and not isinstance(entry, bool):
+            values.append(float(entry))
+    return tuple(values)
 
 
 def _is_tls(exc: BaseException) -> bool:

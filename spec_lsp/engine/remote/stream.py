@@ -29,6 +29,7 @@ class StreamJob:
     on_text: Callable[[str], None] = lambda _text: None  # the text so far, after each chunk
     infill: dict[str, Any] | None = None  # llama-server's /infill fields, in place of `prompt`
     extra: dict[str, Any] = field(default_factory=dict)  # the server's own fields
+    logprobs: bool = False  # ask for the tokens' log probabilities (the confidence gate's)
 
     @property
     def path(self) -> str:
@@ -58,6 +59,8 @@ def payload(job: StreamJob) -> dict[str, Any]:
     if job.stop:
         body["stop"] = list(job.stop)
     body.update({"prompt": job.prompt} if job.infill is None else job.infill)
+    if job.logprobs:  # (OpenAI's completions; llama-server's own streams: n_probs)
+        body.update({"logprobs": 1} if job.infill is None else {"n_probs": 1})
     body.update(job.extra)
     return body
 
@@ -79,6 +82,7 @@ def stream_decode(
             usage, timings = chunk.usage or usage, chunk.timings or timings
             if chunk.timings:  # (llama-server's, every chunk: an early answer shows them)
                 _server_counts(stats, chunk.timings)
+            stats.token_logprobs.extend(chunk.logprobs)
             if chunk.text:
                 first = time.perf_counter() if first is None else first
                 text += chunk.text
