@@ -152,6 +152,7 @@ def idle(engine: Engine) -> float:
 def run_variant(engine: Engine, settings: Settings, use: Use, root: Path, variant: str) -> Run:
     """Steps 1-4 (the module's docstring) with kvShift on (`swap`) or off (`exact`)."""
     engine.update_settings(settings.model_copy(update={"kv_shift": variant == "swap"}))
+    engine.stores.file_prefix.shift_blocks = variant == "swap"  # (off by default: measured here)
     path, tab = root.parent / use.path, root.parent / use.source
     uri, tab_uri = path.as_uri(), tab.as_uri()
     fresh(engine, [uri, tab_uri])

@@ -25,9 +25,10 @@ follows its head in the prompt (the suffix, the last lines before the cursor, th
   (Qwen2.5-Coder-1.5B: 28 KB a token, 86 MB for 3,000 tokens); closing the document frees it.
 - The context block comes first, and is chosen before the text is evaluated: each token is
   evaluated once. A block that changes later (another document, the workspace) is evaluated
-  alone and put before the text's KV (`_put_block`, with `kvShift`), as llama-server's
-  `--cache-reuse` moves a cache; without the shift the text is evaluated again. Otherwise
-  nothing moves, and the cost of a place is one snapshot copy (~50 ms for 86 MB).
+  with the text after it again (exact); `shift_blocks` instead evaluates the block alone and
+  puts it before the text's KV (`_put_block`), which changes answers (see there). A part
+  dropped from the block moves what follows it (`kvShift`). Otherwise nothing moves, and the
+  cost of a place is one snapshot copy (~50 ms for 86 MB).
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ OPENED_TOKENS = 1024
 
 class FilePrefix:
     """The file prefix of the document last asked about: its anchor, text and KV snapshot."""
+
+    # A block that changes under an evaluated text is put before the text's KV (`_put_block`)
+    # only with this on (and kvShift): measured (`spec-lsp bench block-swap`, 16 lines), the
+    # shortcut saved 7.4 s of idle work a change (3.5 s against 10.9 s) but changed the
+    # answer's first line in 8 of 16 and gave 2 exact lines against 4: the text is evaluated
+    # again instead. (A part dropped from the block is still moved: the same answers, 5 of 6.)
+    shift_blocks = False
 
     def __init__(self) -> None:
         self.document = ""
@@ -301,7 +309,7 @@ class FilePrefix:
         llama-server's `--cache-reuse` (bench: block-swap). Without `kvShift`, or on models
         that cannot shift, nothing here: the text is evaluated again. A cancel keeps what was
         done (the snapshot), resumed next time."""
-        if not (target.shift_min and target.info.can_shift):
+        if not (self.shift_blocks and target.shift_min and target.info.can_shift):
             return
         snapshot, swapping = self.snapshot, self.swapping
         if swapping is not None and self._swapping_in(target.tokens, plan):

@@ -276,6 +276,7 @@ CIRCLES = "def function_3(x):\n    return x * 3 + len('ababab')\n"
 
 
 def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(engine):
+    engine.stores.file_prefix.shift_blocks = True  # (off by default: it changes answers)
     before = _grown_with_a_block(engine)
     fp, target = engine.stores.file_prefix, engine.local.loaded.target
     old_head, old_block = fp.snapshot_head, fp.block
@@ -293,8 +294,10 @@ def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(en
     assert fp.report()["moved"] >= len(text)
 
 
-def test_without_kv_shift_a_new_block_evaluates_the_text_again():
-    engine = make(kv_shift=False)
+@pytest.mark.parametrize("kv_shift", [True, False])
+def test_by_default_or_without_kv_shift_a_new_block_evaluates_the_text_again(kv_shift):
+    engine = make(kv_shift=kv_shift)
+    engine.stores.file_prefix.shift_blocks = not kv_shift  # (on: without kvShift, no matter)
     try:
         before = _grown_with_a_block(engine)
         fp = engine.stores.file_prefix
@@ -311,6 +314,7 @@ def test_without_kv_shift_a_new_block_evaluates_the_text_again():
 def test_a_block_put_in_is_resumed_after_a_cancel(engine):
     """Typing cancels idle work at each key: the block's tokens evaluated so far are kept, and
     the next idle step goes on from there."""
+    engine.stores.file_prefix.shift_blocks = True
     before = _grown_with_a_block(engine)
     fp, target = engine.stores.file_prefix, engine.local.loaded.target
     _another_tab(engine, "".join(CIRCLES.replace("3", str(i)) for i in range(3, 12)))
