@@ -282,6 +282,12 @@ class Engine:
         stage's (the file prefix to evaluate further, a context block to choose)."""
         return self.stores.context.parsing or self.stage.idle_work
 
+    @property
+    def block_pending(self) -> bool:
+        """The document in view has a context block not in the KV yet: an edit leaves the idle
+        work that evaluates it running (a request that needs the model still stops it)."""
+        return isinstance(self.stage, LocalStage) and self.stage.block_pending
+
     def idle_step(self, cancel: CancelToken) -> int:
         """Idle time: the context stage parses what changed, then the completing stage takes
         its next piece, until done or cancelled (any request). Returns the tokens evaluated."""

@@ -253,6 +253,16 @@ class LocalStage:
             or fp.unwarmed() is not None
         )
 
+    @property
+    def block_pending(self) -> bool:
+        """The file prefix's context block is to be chosen, or chosen and not in the KV yet."""
+        fp, settings = self.stores.file_prefix, self.settings
+        if not (settings.cache and fp.document) or fp.ready:
+            return False
+        return fp.block is not None or (
+            settings.context_tokens > 0 and self.stores.context.stale(self._focus())
+        )
+
     def idle_step(self, cancel: CancelToken) -> int:
         """The block chosen if it is to be, then more of the file prefix evaluated (the block,
         then the text: file_prefix.py) until done or cancelled (any request: the chunk being

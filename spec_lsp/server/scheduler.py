@@ -120,7 +120,6 @@ class Scheduler:
         started = time.perf_counter()
         self.counts["requests"] += 1
         self._background.cancel("keystroke")
-        self._stop_idle("keystroke")
         try:
             result, outcome = await self._complete(request, invoked)
         except asyncio.CancelledError:
@@ -184,6 +183,9 @@ class Scheduler:
             loop.call_soon_threadsafe(_settle, early, completion)
 
         queued = time.perf_counter()
+        # (only a request that needs the model stops the idle work: one the caches answer, as
+        # each key typed into a suggestion is, leaves it running)
+        self._stop_idle("a request")
         job = asyncio.wrap_future(self._submit(self._work, request, token, reply, queued))
         self._jobs[document] = (job, token)
         try:
@@ -385,7 +387,8 @@ class Scheduler:
         if self.closed or not self.engine.ready:
             return
         self._background.cancel("an edit")
-        self._stop_idle("an edit")
+        if not self.engine.block_pending:  # (typing on: the block still gets in between keys)
+            self._stop_idle("an edit")
         token = self._background = CancelToken()
         self._loop = asyncio.get_running_loop()
         self._loop.call_later(PREWARM_DELAY_S, self._start_prewarm, request, token)

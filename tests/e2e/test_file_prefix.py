@@ -11,7 +11,7 @@ import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from spec_lsp.engine.file_prefix import OPENED_TOKENS
-from tests.e2e.conftest import inline, open_doc, server_config, start, stats, wait_ready
+from tests.e2e.conftest import edit, inline, open_doc, server_config, start, stats, wait_ready
 from tests.e2e.test_robustness import poll
 
 URI = "file:///work/places.py"
@@ -130,3 +130,23 @@ async def test_a_document_brought_into_view_takes_the_file_prefix(client):
     client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": URI}})
     after = await poll(client, lambda s: s.file_prefix.focused == before.focused + 1)
     assert after.memory.file_prefix.anchor_line == 0
+
+
+async def test_the_block_gets_in_between_keys_while_the_person_types(slow_client):
+    """Typing from the moment a file opens (an edit every 150 ms; the model takes 300 ms a
+    batch) does not stop the idle work evaluating its context block: the block is in the KV
+    while the person still types. (Each edit used to stop it: never in, until a pause.)"""
+    client = slow_client
+    tab, main = "file:///work/shapes.py", "file:///work/main.py"
+    text = "from shapes import polygon_area\n\n\ndef report(points):\n    area = "
+    open_doc(client, "def polygon_area(points):\n    return 0.0\n", uri=tab)
+    open_doc(client, text, uri=main)
+    ready = None
+    for key in range(40):
+        edit(client, (4, 11 + key), (4, 11 + key), "x", version=key + 2, uri=main)
+        await asyncio.sleep(0.15)
+        memory = (await stats(client)).memory.file_prefix
+        if memory.block_ready:
+            ready = key
+            break
+    assert ready is not None, "the block never got in while typing"

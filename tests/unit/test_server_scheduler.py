@@ -35,6 +35,7 @@ class ScriptedEngine:
         return self.cached.get(request.prefix)
 
     idle_work = False  # (nothing for idle time)
+    block_pending = False
     in_flight_line: Completion | None = None  # what the running generation already wrote
 
     def extends_in_flight(self, request: CompletionRequest) -> bool:
