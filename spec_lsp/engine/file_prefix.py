@@ -270,13 +270,15 @@ class FilePrefix:
             try:
                 # a request stops the chunk being computed, within ~50 ms, and it is lost: idle
                 # work, cheap to lose; 16-token chunks with checks between ran ~20% slower
-                ends = [head, len(plan)]  # the block first: its readiness is known at once
+                # the block first, in a step of its own (its readiness known at once, and an
+                # edit's prewarm not kept waiting for the text); the text at the next step
+                ends = [head] if common_prefix_len(target.tokens, plan) < head else [len(plan)]
                 if target.shift_min and target.info.can_shift:  # (unless the text is moved)
                     keep = kept_by_sync(target, plan)
                     if moved_runs(target.tokens, plan, keep, target.shift_min):
                         ends = [len(plan)]
                 for end in ends:
-                    if end <= common_prefix_len(target.tokens, plan) or end < 2:
+                    if end < 2:
                         continue
                     sync(
                         target,
@@ -286,7 +288,7 @@ class FilePrefix:
                         abort=cancel,
                     )
                     self._check_ready(end, head)
-                self.pending = False
+                self.pending = ends[-1] < len(plan)  # (the text still to come)
             finally:
                 grown = common_prefix_len(target.tokens, plan)
                 self.evaluated += max(0, grown - start - (target.moved - moved))

@@ -295,7 +295,9 @@ class Scheduler:
             finally:
                 self._growing = False
 
-        self._executor.submit(job)  # (not a queued job: any request cancels it at once)
+        # (not a queued job: any request cancels it at once; when it ends, the next step once
+        # nothing has happened for a moment: the block is a step of its own, the text the next)
+        self._executor.submit(job).add_done_callback(self._idle_after)
 
     def _idle_after(self, future: Future[Any]) -> None:
         """A background job (precompute, prewarm) ended: idle work may follow."""
