@@ -418,6 +418,8 @@ class Scheduler:
         if self._queued or self._live:  # the worker is busy: once it is free (idle work)
             self._pending_prewarm = (request, token)
             return
+        if not self.engine.block_pending:  # (the idle work that started meanwhile: after it)
+            self._stop_idle("a prewarm")
 
         def job() -> None:
             if token.cancelled:
