@@ -418,8 +418,9 @@ class Scheduler:
         if self._queued or self._live:  # the worker is busy: once it is free (idle work)
             self._pending_prewarm = (request, token)
             return
-        if not self.engine.block_pending:  # (the idle work that started meanwhile: after it)
-            self._stop_idle("a prewarm")
+        # the person paused at a place: its prompt before any idle work, the context block's
+        # too (typing does not stop the block, a pause does: the block resumes after it)
+        self._stop_idle("a prewarm")
 
         def job() -> None:
             if token.cancelled:
