@@ -312,7 +312,7 @@ def main() -> None:
         if use.path not in texts:
             file = roots[use.package].parent / use.path
             texts[use.path] = file.read_text(encoding="utf-8")
-        return within_reach(use, texts[use.path], prompts.count, tokens)
+        return within_reach(use, texts[use.path], prompts.texts.count, tokens)
 
     chosen = cases(found, args.lines, args.seed, keep)
     log(

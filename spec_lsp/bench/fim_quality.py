@@ -185,7 +185,7 @@ def file_prefix_tokens(
     settings = engine.settings
     budget = FilePrefix.budget(settings, loaded.target.n_ctx)
     window_first = prompts.build(request, settings).first_line
-    anchor = choose_anchor(prefix, window_first, prompts.count, budget)
+    anchor = choose_anchor(prefix, window_first, prompts.texts.count, budget)
     block = None if tabs < 0 else context_block(prefix, suffix, name, anchor, tabs, budget, engine)
     anchored = prompts.build_anchored(request, settings, anchor, budget, block)
     return (anchored or prompts.build(request, settings, block)).tokens, block
@@ -213,7 +213,7 @@ def context_block(
             len(prefix),
             (anchor, prefix.count("\n") + 1),
             budget=min(engine.settings.context_tokens, budget // 2),
-            count_tokens=prompts.count,
+            count_tokens=prompts.texts.count,
         )
     finally:
         for document in [*tabs_open, uri]:

@@ -105,11 +105,15 @@ class FilePrefix:
     def text_budget(self, settings: Settings, prompts: PromptBuilder) -> int:
         """The budget for the file's text: what the context block leaves of it."""
         budget = self.budget(settings, prompts.target.n_ctx)
-        return max(0, budget - prompts.block_tokens(self.block)) if budget else 0
+        block = self.block.tokens if self.block is not None else 0  # (counted: set_block)
+        return max(0, budget - block) if budget else 0
 
     def set_block(self, block: Block | None) -> bool:
-        """The context block to open with (chosen while idle). A different one re-evaluates the
-        file prefix from the block on (the KV after a changed token is not reused)."""
+        """The context block to open with (chosen while idle, its tokens counted). A different
+        one re-evaluates the file prefix from the block on (the KV after a changed token is
+        not reused)."""
+        if block is not None and block.tokens < 0:
+            raise ValueError("a block's tokens are counted before it is set")
         if (block is None and self.block is None) or (block is not None and block.same(self.block)):
             return False
         # pending first: a reader on another thread that sees the new block (memory() reads
@@ -170,7 +174,7 @@ class FilePrefix:
         text = request.prefix + request.suffix
 
         def place_anchor() -> int:  # (it tokenizes: only when needed)
-            return choose_anchor(request.prefix, prompt.first_line, prompts.count, budget)
+            return choose_anchor(request.prefix, prompt.first_line, prompts.texts.count, budget)
 
         if request.document_id == self.document:
             self.document_changed(request.document_id, text)
@@ -221,7 +225,7 @@ class FilePrefix:
             return self._covered[2]
         before = request.prefix[window.line_offset(request.prefix, self.anchor) :]
         # (a token is rarely longer than 16 characters: past that, not worth tokenizing)
-        covered = len(before) <= budget * 16 and prompts.count(before) <= budget
+        covered = len(before) <= budget * 16 and prompts.texts.count(before) <= budget
         self._covered = (self.anchor, line, covered)
         return covered
 

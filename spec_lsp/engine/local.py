@@ -104,14 +104,14 @@ class LocalStage:
         stats.cache = answer.kind or reused  # (a first answer tells it; completed at the end)
         stores.in_flight.track(request, "")  # a key typed meanwhile may wait for what it writes
         try:
-            tokens = self._decode(answer, prompt)
+            tokens, text = self._decode(answer, prompt)
         finally:
             stats.cache = answer.kind or reused or reuse_kind(stats)
             answer.settled()
             if self.settings.cache:  # where the file prefix grows next, while idle
                 stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
         stores.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
-        return self.prompts.text(prompt, tokens)
+        return text
 
     def prompt(self, request: CompletionRequest, *, idle: bool = False) -> Prompt:
         """The window around the cursor, or the prompt laid out from the file prefix's line
@@ -185,20 +185,23 @@ class LocalStage:
             return "file_prefix"
         return reused
 
-    def _decode(self, answer: Answer, prompt: Prompt) -> list[int]:
-        """The speculative loop with this request's drafter, policy and stop rule."""
+    def _decode(self, answer: Answer, prompt: Prompt) -> tuple[list[int], str]:
+        """The speculative loop with this request's drafter, policy and stop rule: the tokens
+        generated and their text (one reader of the tokens, for the stop rule, the first answer
+        and the end)."""
         request, stores, prompts = answer.request, self.stores, self.prompts
         drafter = stores.sources.for_request(request, self.profile)
+        read = lambda tokens: prompts.text(prompt, tokens)  # noqa: E731
         job = DecodeJob(
             prompt.tokens,
             request.max_tokens,
             request.sampling,
             self.loaded.stop_ids,
-            lambda tokens: answer.shaping.stop_reached(prompts.text(prompt, tokens)),
+            lambda tokens: answer.shaping.stop_reached(read(tokens)),
             continuation=stores.continuations.get(request.document_id)
             if self.settings.cache
             else (),
-            on_round=lambda out: answer.progress(prompts.text(prompt, out)),
+            on_round=lambda out: answer.progress(read(out)),
             first_allowed=prompt.first_allowed,
             logprobs=self.settings.gate_threshold > 0,  # (the gate off: no cost at all)
         )
@@ -207,7 +210,7 @@ class LocalStage:
         policy = make_policy(self.settings, self.profile, estimate)
         rng = np.random.default_rng(request.sampling.seed)
         try:
-            return generate(
+            tokens = generate(
                 self.loaded.target,
                 drafter,
                 policy,
@@ -216,6 +219,7 @@ class LocalStage:
                 rng=rng,
                 stats=answer.stats,
             )
+            return tokens, read(tokens)
         finally:
             stores.book.remember_language(request.language, temperature, estimate)
 
@@ -298,8 +302,9 @@ class LocalStage:
             focus,
             first_line=fp.anchor,
             budget=min(self.settings.context_tokens, budget),
-            count_tokens=self.prompts.count,
+            count_tokens=self.prompts.texts.count,
         )
+        self.prompts.block_tokens(block)  # (counted once, here: the file prefix's budget)
         if fp.set_block(block) and fp.request is not None:
             log.info(
                 "context for %s: %s",

@@ -17,11 +17,11 @@ from dataclasses import dataclass, replace
 from spec_lsp.config import Settings
 from spec_lsp.engine.backends.base import ModelBackend, detokenize
 from spec_lsp.engine.context.block import Block
+from spec_lsp.engine.text_tokens import TextTokens
 from spec_lsp.engine.types import CompletionRequest, EngineError
 from spec_lsp.prompts import fim, window
 
 SPLIT_LINES = 8
-CHUNK_SAMPLE = "def f(x):\n    if x:\n\n        return [x,\n\t1]\n  \n\n    return None  \n# end\n"
 
 
 @dataclass(frozen=True)
@@ -39,23 +39,17 @@ class Prompt:
 class PromptBuilder:
     """Prompts for one loaded model: its tokenizer, its FIM template, its vocabulary index.
 
-    The document's text is tokenized in line chunks (`window.line_chunks`) where the tokenizer
-    gives the same tokens that way (Qwen2, Llama 3: checked at load): a prompt whose text starts
-    on a line of the file prefix (file_prefix.py) is then a token prefix of it. (No cache of
-    the chunks' tokens: 3,000 tokens take ~8 ms either way, and a cache shared by documents
-    churned: RSS crept up ~4 MB for every 200 documents opened and closed. A context block keeps
-    its own lines' tokens, and goes with them.)"""
+    The document's text is tokenized in line chunks where the tokenizer allows
+    (text_tokens.py): a prompt whose text starts on a line of the file prefix (file_prefix.py)
+    is then a token prefix of it."""
 
     def __init__(self, target: ModelBackend, template: fim.FimTemplate | None) -> None:
         self.target, self.template = target, template
         self.vocab = VocabIndex(target)  # for token healing; built at load, not on a keystroke
-        self.chunked = chunks_are_exact(target)  # else the text is tokenized whole
-
-    @property
-    def shares_prefix(self) -> bool:
-        """Whether prompts start with the text before the cursor (prefix-suffix-middle order),
-        so that places in a file can share a prefix's KV."""
-        return self.template is None or not self.template.suffix_first
+        self.texts = TextTokens(target)  # the document's text as tokens (and counted)
+        # whether prompts start with the text before the cursor (prefix-suffix-middle order),
+        # so that places in a file can share a prefix's KV
+        self.shares_prefix = template is None or not template.suffix_first
 
     def build(
         self, request: CompletionRequest, settings: Settings, block: Block | None = None
@@ -78,7 +72,7 @@ class PromptBuilder:
             return None
         before = request.prefix[window.line_offset(request.prefix, anchor) :].rstrip(" \t")
         suffix = window.suffix_window(
-            request.suffix, count_tokens=self.count, budget=settings.suffix_tokens
+            request.suffix, count_tokens=self.texts.count, budget=settings.suffix_tokens
         )
         tokens, last, head = self._assemble(request, before, suffix, cursor_line, block)
         if head > budget + self.block_tokens(block) or (
@@ -144,7 +138,7 @@ class PromptBuilder:
         if block.tokens < 0:
             segments = fim.build_prompt(self.template, prefix="", suffix="", **block.layout())
             empty = fim.build_prompt(self.template, prefix="", suffix="")
-            if self.chunked:  # its lines' tokens, kept: each prompt of the block reuses them
+            if self.texts.chunked:  # its lines' tokens, kept: each prompt of the block reuses them
                 for seg in segments:
                     for chunk in [] if seg.special else window.line_chunks(seg.text):
                         block.memo[chunk] = self.target.tokenize(chunk)
@@ -158,30 +152,13 @@ class PromptBuilder:
         return sum(
             len(self.target.tokenize(s.text, special=True))
             if s.special
-            else len(self.text_tokens(s.text, memo))
+            else len(self.texts(s.text, memo))
             for s in segments
         )
 
     def text(self, prompt: Prompt, tokens: list[int]) -> str:
         """What generated `tokens` add to the user's text (healing undone)."""
         return heal(detokenize(self.target, tokens), prompt.prefix, prompt.healed)
-
-    def count(self, text: str) -> int:
-        return len(self.text_tokens(text))
-
-    def text_tokens(self, text: str, memo: dict[str, list[int]] | None = None) -> list[int]:
-        """The document's text as tokens: line chunk by line chunk where that gives the tokens
-        of the whole text, else whole. `memo`: chunks tokenized already (a block's lines)."""
-        if not self.chunked:
-            return self.target.tokenize(text)
-        tokenize = self.target.tokenize
-        if not memo:
-            return [t for chunk in window.line_chunks(text) for t in tokenize(chunk)]
-        out: list[int] = []
-        for chunk in window.line_chunks(text):
-            known = memo.get(chunk)
-            out += tokenize(chunk) if known is None else known
-        return out
 
     def tokens(
         self, request: CompletionRequest, settings: Settings, block: Block | None = None
@@ -195,7 +172,7 @@ class PromptBuilder:
             prefix, suffix = window.window(
                 request.prefix.rstrip(" \t"),  # trailing blanks: the model writes them (see heal)
                 request.suffix,
-                count_tokens=self.count,
+                count_tokens=self.texts.count,
                 prefix_budget=prefix_budget,
                 suffix_budget=suffix_budget,
             )
@@ -244,7 +221,7 @@ class PromptBuilder:
             if seg.special:
                 tokens += target.tokenize(seg.text, special=True)
             else:
-                tokens += self.text_tokens(seg.text, memo)
+                tokens += self.texts(seg.text, memo)
         if head < 0:
             head = len(tokens)
         middle_tokens = target.tokenize(middle) if middle else []
@@ -272,12 +249,6 @@ class PromptBuilder:
                     head=min(head, len(tokens) - 1),
                 )
         return Prompt(tokens, request.prefix, first_line=first_line, head=head)
-
-
-def chunks_are_exact(model: ModelBackend) -> bool:
-    """Whether the model's tokenizer gives a text's tokens line chunk by line chunk."""
-    whole = model.tokenize(CHUNK_SAMPLE)
-    return whole == [t for chunk in window.line_chunks(CHUNK_SAMPLE) for t in model.tokenize(chunk)]
 
 
 def split_for_typing(

@@ -34,7 +34,7 @@ TOP_LAYERS = [
 # Inside the engine, lowest first (the request path reads upwards through them).
 ENGINE_LAYERS = [
     {"types"},
-    {"backends", "sampling"},
+    {"backends", "sampling", "text_tokens"},
     {"policy"},
     {"drafters"},
     {"decode", "cache", "context"},
