@@ -9,8 +9,9 @@ not yet written. Each is an Automatic request through the engine (the default mo
 process; cache off, so each is asked cold). A suggestion is good if its first line begins what
 the person was about to type (they accept it). FIT modules give the data the logistic model is
 fitted on; TEST modules, never seen by the fit, give the curve: over the threshold, the
-precision of what is shown (whole, or its first words) and the share of the good suggestions
-still shown.
+precision of what is shown and the share of the good suggestions still shown. Typing replays
+(gate_replay.py) of other regions of the same modules add pauses where the person took or left
+the last suggestion: fitted on with the FIT modules', measured on the TEST modules'.
 
     spec-lsp bench gate            # asks (~30 min on 2 cores), fits, measures
     spec-lsp bench gate --refit    # again from the saved asks
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_lsp.bench import gate_replay
 from spec_lsp.bench.common import ROOT, log, read_results, write_results
 from spec_lsp.bench.fim_quality import candidate_lines
 from spec_lsp.config import Settings
@@ -41,6 +43,7 @@ TEST += ["pprint.py", "gettext.py", "locale.py"]
 LINES_PER_MODULE = 4
 RESULTS = ROOT / "bench" / "results"
 THRESHOLDS = [round(0.05 * i, 2) for i in range(0, 20)]
+OUTCOMES = ("accepted", "partial", "rejected")
 
 
 def places(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str, str]]:
@@ -116,11 +119,13 @@ def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, An
     return asked
 
 
-def fit(rows: list[dict[str, Any]], l2: float = 1.0) -> tuple[float, dict[str, float]]:
+def fit(
+    rows: list[dict[str, Any]], l2: float = 1.0, names: tuple[str, ...] = confidence.USED
+) -> tuple[float, dict[str, float]]:
     """Logistic regression (Newton's method, L2 on the weights, not the bias) of good ~
-    features."""
+    features (those `names`; the others weigh 0)."""
     usable = [(r, f) for r in rows if (f := features_of(r)) is not None]
-    x = np.array([[f[name] for name in confidence.FEATURES] for _r, f in usable], np.float64)
+    x = np.array([[f[name] for name in names] for _r, f in usable], np.float64)
     y = np.array([float(r["good"]) for r, _f in usable])
     x = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(x.shape[1])
@@ -134,18 +139,19 @@ def fit(rows: list[dict[str, Any]], l2: float = 1.0) -> tuple[float, dict[str, f
         w -= step
         if np.abs(step).max() < 1e-8:
             break
-    return float(w[0]), {f: float(v) for f, v in zip(confidence.FEATURES, w[1:])}
+    weights = dict.fromkeys(confidence.FEATURES, 0.0)
+    return float(w[0]), {**weights, **{f: float(v) for f, v in zip(names, w[1:])}}
 
 
 def features_of(row: dict[str, Any]) -> dict[str, float] | None:
     """The row's features as the gate reads them now (a refit follows feature changes)."""
-    assessed = confidence.assess(_request(row), _completion(row))
+    assessed = confidence.assess(_request(row), _completion(row), row.get("last"))
     return assessed.features if assessed is not None else None
 
 
 def gated(row: dict[str, Any], threshold: float) -> str:
     """What the gate shows of the asked row at `threshold` (confidence's weights)."""
-    return confidence.gate(_request(row), _completion(row), threshold)[0]
+    return confidence.gate(_request(row), _completion(row), threshold, row.get("last"))[0]
 
 
 def _request(row: dict[str, Any]) -> CompletionRequest:
@@ -158,7 +164,7 @@ def _completion(row: dict[str, Any]) -> Completion:
 
 
 def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Per threshold: suggestions shown (whole or their first words), the good ones among them
+    """Per threshold: suggestions shown, the good ones among them
     and the wrong ones, the precision, and the share of the good suggestions (at threshold 0)
     still shown."""
     answered = [r for r in rows if r["text"].strip()]
@@ -246,6 +252,11 @@ def timing(asked_at: list[dict[str, str]], settings: Settings) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--refit", action="store_true", help="from the saved asks")
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="ask only the typing replays (the saved held-out lines' asks are kept)",
+    )
     parser.add_argument("--per-module", type=int, default=LINES_PER_MODULE)
     parser.add_argument("--model", default=None, help="GGUF (default: the default model)")
     parser.add_argument("--out", type=Path, default=RESULTS / "gate")
@@ -259,33 +270,107 @@ def main() -> None:
         args.out.with_name(args.out.name + "-cost.md").write_text(cost)
         print(cost)
         return
-    if args.refit:
-        data = read_results(raw)
-    else:
-        settings = ask_settings(args)
-        groups = {"fit": places(FIT, args.per_module), "test": places(TEST, args.per_module)}
-        data = {name: ask(group, settings) for name, group in groups.items()}
+    data = read_results(raw) if (args.refit or args.replay) and raw.exists() else {}
+    if not args.refit:
+        if not args.replay or "fit" not in data:
+            settings = ask_settings(args)
+            groups = {"fit": places(FIT, args.per_module), "test": places(TEST, args.per_module)}
+            data.update({name: ask(group, settings) for name, group in groups.items()})
+        typing = ask_settings(args).model_copy(
+            update={"cache": True}
+        )  # (typing: the KV follows the text)
+        for name, modules in (("replay_fit", FIT), ("replay_test", TEST)):
+            data[name] = gate_replay.replay(gate_replay.regions(modules), typing, key=name)
         write_results(raw, data)
-    bias, weights = fit(data["fit"])
+    text = report(data, args.refit)
+    args.out.with_suffix(".md").write_text(text)
+    print(text)
+
+
+def report(data: dict[str, list[dict[str, Any]]], refit: bool) -> str:
+    """The fit, the curves on the held-out lines and replays, and what each feature adds."""
+    fit_rows = data["fit"] + data.get("replay_fit", [])
+    replays = data.get("replay_test", [])
+    bias, weights = fit(fit_rows)
     log(f"fitted: BIAS = {bias:.3f}\nWEIGHTS = {weights}")
     confidence.BIAS, confidence.WEIGHTS = bias, weights  # (the curves: the fitted model)
-    fit_points, test_points = curve(data["fit"]), curve(data["test"])
     default = Settings().gate_threshold
-    log(f"threshold keeping 85% of the good fitted-on suggestions: {chosen(fit_points)}")
-    report = (
-        f"# The confidence gate\n\n`spec-lsp bench gate{' --refit' if args.refit else ''}`"
+    log(f"threshold keeping 85% of the good fitted-on suggestions: {chosen(curve(fit_rows))}")
+    sections = [render(curve(data["test"]), default, "Held-out lines (modules not fitted on)")]
+    if replays:
+        sections.append(render(curve(replays), default, "Typing replays (modules not fitted on)"))
+        sections.append(render(curve(data["test"] + replays), default, "Both"))
+        sections.append(ablation(fit_rows, data["test"] + replays))
+    sections.append(render(curve(fit_rows), default, "The places fitted on"))
+    replayed = (
+        f" and typing replays of {len(FIT)} + {len(TEST)} modules ({len(data['replay_fit'])} "
+        f"+ {len(replays)} pauses with a suggestion, {outcomes(data['replay_fit'] + replays)})"
+        if replays
+        else ""
+    )
+    return (
+        f"# The confidence gate\n\n`spec-lsp bench gate{' --refit' if refit else ''}`"
         f": {len(data['fit'])} places in {len(FIT)} modules to fit, {len(data['test'])} in "
-        f"{len(TEST)} others to measure (half at a line's start, half mid-line); good = the "
-        f"first line shown begins what the person was about to type.\n\n"
+        f"{len(TEST)} others to measure (half at a line's start, half mid-line){replayed}; "
+        "good = the first line shown begins what the person was about to type.\n\n"
         f"Fitted: BIAS = {bias:.3f}, WEIGHTS = "
         + ", ".join(f"{k} {v:+.3f}" for k, v in weights.items())
         + "\n\n"
-        + render(test_points, default, "Held-out modules (not fitted on)")
-        + "\n"
-        + render(fit_points, default, "The modules fitted on")
+        + "\n".join(sections)
     )
-    args.out.with_suffix(".md").write_text(report)
-    print(report)
+
+
+def outcomes(rows: list[dict[str, Any]]) -> str:
+    counts = {what: sum(r["outcome"] == what for r in rows) for what in OUTCOMES}
+    return ", ".join(f"{n} {what}" for what, n in counts.items())
+
+
+def ablation(fit_rows: list[dict[str, Any]], test_rows: list[dict[str, Any]]) -> str:
+    """What each feature adds: the features the gate uses (confidence.USED), each other one
+    added to them, each of them left out, and all; refitted each time, then on the held-out
+    rows the log loss and AUC, and at the threshold the rule picks on the fitted-on places the
+    wrong suggestions cut and the good ones kept."""
+    saved = confidence.BIAS, confidence.WEIGHTS
+    used = confidence.USED
+    lines_ = [
+        "### What each feature adds (refitted; on the held-out lines and replays)",
+        "",
+        "| features | log loss | AUC | threshold (fitted-on rule) | wrong cut | good kept |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    variants: list[tuple[str, tuple[str, ...]]] = [(f"used: {', '.join(used)}", used)]
+    variants += [(f"+ {f}", (*used, f)) for f in confidence.FEATURES if f not in used]
+    variants += [(f"- {f}", tuple(n for n in used if n != f)) for f in used if len(used) > 1]
+    variants.append(("all", confidence.FEATURES))
+    try:
+        for name, names in variants:
+            confidence.BIAS, confidence.WEIGHTS = fit(fit_rows, names=names)
+            threshold = chosen(curve(fit_rows))
+            points = curve(test_rows)
+            at = next(p for p in points if math.isclose(p["threshold"], threshold))
+            loss, auc = separation(test_rows)
+            cut = 1 - at["wrong"] / points[0]["wrong"] if points[0]["wrong"] else math.nan
+            lines_.append(
+                f"| {name} | {loss:.3f} | {auc:.3f} | {threshold:.2f} | {cut:.0%} | "
+                f"{at['kept']:.0%} |"
+            )
+    finally:
+        confidence.BIAS, confidence.WEIGHTS = saved
+    return "\n".join(lines_) + "\n"
+
+
+def separation(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """The current model's mean log loss on `rows` and its AUC (good ranked above wrong)."""
+    scored = [
+        (confidence.score(f), bool(r["good"])) for r in rows if (f := features_of(r)) is not None
+    ]
+    eps = 1e-9
+    loss = -sum(math.log(p + eps) if y else math.log(1 - p + eps) for p, y in scored)
+    good_ = [p for p, y in scored if y]
+    wrong = [p for p, y in scored if not y]
+    pairs = sum((g > w) + 0.5 * (g == w) for g in good_ for w in wrong)
+    auc = pairs / (len(good_) * len(wrong)) if good_ and wrong else math.nan
+    return loss / max(1, len(scored)), auc
 
 
 def ask_settings(args: argparse.Namespace) -> Settings:

@@ -22,6 +22,7 @@ from typing import Any
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer, CompletingStage, NotLoaded, begin
+from spec_lsp.engine.cache.suggestions import Suggestion
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.local import LocalStage
@@ -188,8 +189,8 @@ class Engine:
         hit = self.stores.suggestions.lookup(request) if self.settings.cache else None
         if hit is None:
             return None
-        typed, rest = hit
-        return self._cached(request, rest, typed, "typed_through")
+        # (what the gate reads of the rest: the suggestion's own token probabilities)
+        return self._cached(request, hit.rest, hit.typed, "typed_through", hit.found)
 
     def from_in_flight(self, request: CompletionRequest) -> Completion | None:
         """An answer from the running generation's text so far, once it holds a complete line
@@ -206,11 +207,21 @@ class Engine:
             return None
         return self._cached(request, text, typed, "in_flight")
 
-    def _cached(self, request: CompletionRequest, text: str, typed: str, how: str) -> Completion:
+    def _cached(
+        self,
+        request: CompletionRequest,
+        text: str,
+        typed: str,
+        how: str,
+        found: Suggestion | None = None,
+    ) -> Completion:
         stats = DecodeStats(drafter=self.settings.drafter, cache=how, engine=self.settings.engine)
         self.totals.record(stats)
         self.stores.sources.shown(request, text)
-        return Completion(text=text, stats=stats, typed=typed)
+        if found is None:
+            return Completion(text=text, stats=stats, typed=typed)
+        stats.token_logprobs = list(found.logprobs)
+        return Completion(text=text, stats=stats, raw_text=found.raw, typed=typed)
 
     def extends_in_flight(self, request: CompletionRequest) -> bool:
         """True when the running generation already produced what this request typed: the
@@ -253,7 +264,8 @@ class Engine:
         request = answer.request
         raw, text = answer.shaping.shown(generated)
         if self.settings.cache:
-            self.stores.suggestions.put(request, text, raw)
+            logprobs = tuple(answer.stats.token_logprobs)
+            self.stores.suggestions.put(request, text, raw, logprobs)
         if answer.kind != "precompute":  # shown to the person (a precomputed one when asked)
             sent = answer.first.sent
             self.stores.sources.shown(request, sent if sent is not None else text)

@@ -179,7 +179,7 @@ def test_a_lookup_builds_keys_only_where_a_suggestion_may_be(monkeypatch):
     assert cache.lookup(request) is None and built == []
     cache.put(req(text + "def f"), "oo(x):")
     built.clear()
-    assert cache.lookup(req(text + "def fo")) == ("o", "o(x):")
+    assert cache.lookup(req(text + "def fo"))[:2] == ("o", "o(x):")
     assert len(built) == 1
 
 

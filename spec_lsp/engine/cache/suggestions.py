@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cachetools import TTLCache
 
@@ -29,6 +29,13 @@ class Suggestion:
     text: str  # what was (or would be) shown at `prefix`
     raw: str  # the model's continuation before post-processing
     chars: int = 0  # what the entry holds, its key included (the size the cache bounds)
+    logprobs: tuple[float, ...] = ()  # the target's, of the raw text's tokens (the gate's)
+
+
+class Hit(NamedTuple):
+    typed: str  # typed into the suggestion since it was shown
+    rest: str  # what is left of it
+    found: Suggestion
 
 
 def _digest(suffix: str) -> str:
@@ -59,13 +66,19 @@ class SuggestionCache:
         # only where one may be (entries evicted since leave a stale pair: rebuilt when large)
         self._ends: set[tuple[str, int]] = set()
 
-    def put(self, request: CompletionRequest, text: str, raw: str = "") -> None:
+    def put(
+        self,
+        request: CompletionRequest,
+        text: str,
+        raw: str = "",
+        logprobs: tuple[float, ...] = (),
+    ) -> None:
         prefix = request.prefix
         key = _key(request.document_id, prefix, len(prefix), _digest(request.suffix))
-        chars = ENTRY_CHARS + len(key[0]) + len(key[2]) + len(text) + len(raw)
+        chars = ENTRY_CHARS + len(key[0]) + len(key[2]) + len(text) + len(raw) + len(logprobs)
         with self._lock:
             try:
-                self._cache[key] = Suggestion(text, raw, chars)
+                self._cache[key] = Suggestion(text, raw, chars, logprobs)
             except ValueError:  # larger than the whole bound: not kept
                 self._cache.pop(key, None)
             while len(self._cache) > self.maxsize:
@@ -74,8 +87,9 @@ class SuggestionCache:
             if len(self._ends) > 4 * self.maxsize:
                 self._ends = {(k[0], k[1]) for k in self._cache}
 
-    def lookup(self, request: CompletionRequest) -> tuple[str, str] | None:
-        """(typed, remainder) if the text before the cursor ends by typing into a suggestion.
+    def lookup(self, request: CompletionRequest) -> Hit | None:
+        """(typed, remainder, the suggestion) if the text before the cursor ends by typing into
+        a suggestion.
 
         Walks back over up to MAX_TYPED_THROUGH characters just typed; the suffix must be the
         one the suggestion was made with (an edit elsewhere changes the key: no stale answer).
@@ -92,7 +106,7 @@ class SuggestionCache:
                 continue
             typed = prefix[start:]
             if found.text.startswith(typed) and len(found.text) > len(typed):
-                return typed, found.text[len(typed) :]
+                return Hit(typed, found.text[len(typed) :], found)
         return None
 
     def forget(self, document: str) -> None:
