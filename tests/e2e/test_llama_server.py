@@ -7,7 +7,8 @@ SPEC_LSP_LLAMA_SERVER naming the binary; without it they are skipped.
 /infill detected and used (its timings in the stats), typed-through answers without a server
 call (its metrics say no token was generated), cancellation ending the server's generation,
 the context block reaching the server as input_extra, the fault cases (down at start, killed
-mid-answer, back: one message per outage), and the server's n-gram speculation reported.
+mid-answer, back: one message per outage), the server's n-gram speculation reported, and the
+confidence gate reading the server's token probabilities.
 """
 
 from __future__ import annotations
@@ -36,13 +37,13 @@ from tests.e2e.test_remote import (
     LIST,
     LIST_URI,
     TEXT,
-    connect,
     fresh,
     message_count,
     recovered,
     served,
     until,
 )
+from tests.e2e.test_remote import connect as remote_connect
 
 BINARY = llama_server_binary()
 # a multi-line answer that goes on (a list of functions), from a prompt Qwen on 2 cores
@@ -59,6 +60,12 @@ pytestmark = [
     pytest.mark.timeout(600),
     pytest.mark.skipif(BINARY is None, reason="llama-server not built: make llama-server-e2e"),
 ]
+
+
+async def connect(client: LanguageClient, url: str, **options: object) -> None:
+    """The remote engine on llama-server, the confidence gate off unless a test turns it on
+    (a real model's Automatic answer may be unsure: these tests are about what it answers)."""
+    await remote_connect(client, url, **{"gateThreshold": 0, **options})
 
 
 @pytest_lsp.fixture(config=server_config())
@@ -227,6 +234,21 @@ async def finished(client: LanguageClient):
     """The stats once no generation goes on (an answer's rest goes on into the cache)."""
     data = await stats(client)
     return data if data.requests and not data.pending.generations else None
+
+
+@pytest.mark.parametrize("api", ["infill", "completions"])
+async def test_the_gate_reads_the_servers_token_probabilities(client, llama, api):
+    """With the gate at 1 (no answer is that sure) an Automatic answer is hidden only if the
+    server's token probabilities came back and were read (an answer without them is shown):
+    llama-server's `n_probs` at /infill, `logprobs` at /v1/completions. (At 0, the other
+    tests here, it is shown.)"""
+    settings = {"precompute": False, "maxTokens": 16, "answerBudgetMs": 0, "remoteApi": api}
+    await connect(client, llama.url, gateThreshold=1.0, **settings)
+    open_doc(client, TEXT)
+    assert not (await inline(client, *CURSOR)).items
+    data = await stats(client)
+    assert data.acceptance.hidden == 1 and data.remote.endpoint == api
+    assert data.cache_hits.remote == 1  # (answered by the server, then hidden)
 
 
 async def _busy(server: LlamaCppServer) -> bool:
