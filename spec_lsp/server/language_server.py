@@ -4,7 +4,6 @@ and reloading (with $/progress), and messages to the user. Handlers receive it a
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import uuid
@@ -78,13 +77,11 @@ class SpecLanguageServer(LanguageServer):
         threshold = 0.0 if invoked else self.settings.gate_threshold
         last = self.acceptance.last_outcome(document)
         text, assessed = confidence.gate(request, completion, threshold, last)
-        if not text:  # (the gate's verdict: nothing clears the threshold)
+        if not text:  # (the gate's verdict: whole or nothing)
             self.acceptance.hidden()
             if assessed is not None:
                 log.debug("%s: suggestion hidden (confidence %.2f)", document, assessed.score)
             return None, None
-        if text != completion.text:
-            completion = dataclasses.replace(completion, text=text)
         return completion, self.acceptance.shown(document, request.prefix, request.suffix, text)
 
     def _wake_for_retention(self, due: float) -> None:
