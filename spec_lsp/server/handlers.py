@@ -128,7 +128,7 @@ def document_changed(
         position = convert.clamp(document, where)
         ls.scheduler.prewarm(convert.to_request(document, position, ls.settings))
     elif isinstance(params, lsp.DidOpenTextDocumentParams):
-        ls.scheduler.opened(convert.to_request(document, lsp.Position(0, 0), ls.settings))
+        ls.focus(document.uri)
 
 
 def document_focused(ls: SpecLanguageServer, params: Any) -> None:
@@ -137,11 +137,8 @@ def document_focused(ls: SpecLanguageServer, params: Any) -> None:
     document not open, too large, or completions off: nothing."""
     text_document = getattr(params, "text_document", None) or getattr(params, "textDocument", None)
     uri = getattr(text_document, "uri", None)
-    document = ls.workspace.text_documents.get(unquote(uri)) if isinstance(uri, str) else None
-    if document is None or not ls.settings.enable:
-        return
-    if len(document.source) <= ls.settings.max_document_chars:
-        ls.scheduler.opened(convert.to_request(document, lsp.Position(0, 0), ls.settings))
+    if isinstance(uri, str) and ls.workspace.text_documents.get(unquote(uri)) is not None:
+        ls.focus(uri)
 
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

@@ -18,6 +18,7 @@ from pygls.workspace import TextDocument
 from spec_lsp import __version__, config
 from spec_lsp.config import Settings
 from spec_lsp.engine import Completion, CompletionRequest, Engine, EngineError, confidence, loading
+from spec_lsp.server import convert
 from spec_lsp.server.acceptance import RETENTION_S, Acceptance
 from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
@@ -35,6 +36,7 @@ class SpecLanguageServer(LanguageServer):
         self.scheduler = Scheduler(engine, debounce_s=settings.debounce_ms / 1000)
         self.load_error: str | None = None
         self.folders: list[str] = []  # the workspace folders the editor named at initialize
+        self.focused: str | None = None  # the document last opened or brought into view
         self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
         self._watcher: asyncio.Task[None] | None = None
         # whether the client tells us of files changed on disk: "pending" until asked after the
@@ -42,6 +44,15 @@ class SpecLanguageServer(LanguageServer):
         self.file_events = "pending"
         self.acceptance = Acceptance(retention_s=retention_s(), on_kept=self._wake_for_retention)
         self._retention_timer: asyncio.TimerHandle | None = None
+
+    def focus(self, uri: str) -> None:
+        """A document opened or brought into view takes the file prefix (scheduler.opened).
+        Remembered: one opened while the model loads (an editor started with a file open)
+        takes it once the model is ready."""
+        self.focused = uri
+        document = self.document_for(uri)
+        if document is not None:
+            self.scheduler.opened(convert.to_request(document, lsp.Position(0, 0), self.settings))
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """Protocol errors (bad JSON, bad params) are logged, not shown: the client sent them."""
@@ -177,11 +188,14 @@ class SpecLanguageServer(LanguageServer):
         new settings. A failure is shown once; the server keeps answering, empty."""
         settings, engine = self.settings, self.scheduler.engine
         engine.notify = self._teller(asyncio.get_running_loop())  # a remote server's faults
-        token = None if engine.ready and not reload else await self._begin_progress("loading")
+        loading = not engine.ready or reload
+        token = await self._begin_progress("loading") if loading else None
         report = self._reporter(token)
         try:
             await self.scheduler.load(lambda: self._load_or_update(settings, report, reload))
             self.load_error = None
+            if loading and engine.ready and self.focused is not None:
+                self.focus(self.focused)  # (opened while the model loaded: nothing took it)
         except EngineError as exc:
             self.load_error = str(exc)
             self.tell(str(exc), lsp.MessageType.Error)

@@ -39,10 +39,16 @@ BIG = Path(tempfile.mkdtemp(prefix="spec-lsp-context-big-"))
 
 
 async def begin(
-    client: LanguageClient, folder: Path | None, *, watch: bool = True, **options: Any
+    client: LanguageClient,
+    folder: Path | None,
+    *,
+    watch: bool = True,
+    ready: bool = True,
+    **options: Any,
 ) -> list[lsp.Registration]:
-    """Initialized and loaded, as an editor that can watch files for us (`watch`) and does;
-    returns what the server registered with it (filled by the time this returns)."""
+    """Initialized and loaded (`ready`: else still loading), as an editor that can watch files
+    for us (`watch`) and does; returns what the server registered with it (filled by the time
+    this returns, when loaded)."""
     caps = capabilities()
     caps.workspace.did_change_watched_files = lsp.DidChangeWatchedFilesClientCapabilities(  # type: ignore[union-attr]
         dynamic_registration=watch
@@ -56,7 +62,8 @@ async def begin(
             initialization_options={"precompute": False, **options},
         )
     )
-    await wait_ready(client)  # (file watching is registered after the load)
+    if ready:
+        await wait_ready(client)  # (file watching is registered after the load)
     return registered
 
 
@@ -178,6 +185,28 @@ async def test_a_file_opened_gets_its_block_before_any_edit_or_ask(tabs):
     await inline(client, 4, 11, uri=MAIN_URI)
     numbers = await stats(client)
     assert numbers.context.tokens_from_cache == numbers.context.tokens > 0
+
+
+@pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_LOAD_DELAY_MS="1500"))
+async def loading(lsp_client: LanguageClient):
+    await begin(lsp_client, None, ready=False)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+async def test_a_file_opened_while_the_model_loads_gets_its_block_once_loaded(loading):
+    """An editor started with files open: their didOpen comes while the model loads. The last
+    one opened takes the file prefix once the model is ready, its block with no edit or ask."""
+    client = loading
+    open_doc(client, SHAPES, uri=SHAPES_URI)
+    open_doc(client, MAIN, uri=MAIN_URI, version=1)
+    assert not (await stats(client)).ready  # (opened before the load ended)
+    await wait_ready(client)
+    parts = await block(client, lambda parts: parts)
+    assert [p["reason"] for p in parts] == ["definition:polygon_area"]
+    await block_in_kv(client, parts)
+    numbers = await stats(client)
+    assert numbers.requests == 0 and numbers.file_prefix.focused == 1
 
 
 LONG = MAIN.replace(
