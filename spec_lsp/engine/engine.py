@@ -264,8 +264,7 @@ class Engine:
         request = answer.request
         raw, text = answer.shaping.shown(generated)
         if self.settings.cache:
-            logprobs = tuple(answer.stats.token_logprobs)
-            self.stores.suggestions.put(request, text, raw, logprobs)
+            self.stores.suggestions.put(request, text, raw, answer.stats.token_logprobs)
         if answer.kind != "precompute":  # shown to the person (a precomputed one when asked)
             sent = answer.first.sent
             self.stores.sources.shown(request, sent if sent is not None else text)

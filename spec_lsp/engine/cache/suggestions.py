@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from dataclasses import dataclass
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from cachetools import TTLCache
@@ -29,7 +31,8 @@ class Suggestion:
     text: str  # what was (or would be) shown at `prefix`
     raw: str  # the model's continuation before post-processing
     chars: int = 0  # what the entry holds, its key included (the size the cache bounds)
-    logprobs: tuple[float, ...] = ()  # the target's, of the raw text's tokens (the gate's)
+    # the target's, of the raw text's tokens (what the gate reads): 4 bytes each
+    logprobs: array[float] = field(default_factory=lambda: array("f"))
 
 
 class Hit(NamedTuple):
@@ -71,14 +74,14 @@ class SuggestionCache:
         request: CompletionRequest,
         text: str,
         raw: str = "",
-        logprobs: tuple[float, ...] = (),
+        logprobs: Sequence[float] = (),
     ) -> None:
         prefix = request.prefix
         key = _key(request.document_id, prefix, len(prefix), _digest(request.suffix))
-        chars = ENTRY_CHARS + len(key[0]) + len(key[2]) + len(text) + len(raw) + len(logprobs)
+        chars = ENTRY_CHARS + len(key[0]) + len(key[2]) + len(text) + len(raw) + 4 * len(logprobs)
         with self._lock:
             try:
-                self._cache[key] = Suggestion(text, raw, chars, logprobs)
+                self._cache[key] = Suggestion(text, raw, chars, array("f", logprobs))
             except ValueError:  # larger than the whole bound: not kept
                 self._cache.pop(key, None)
             while len(self._cache) > self.maxsize:
