@@ -86,16 +86,26 @@ class Acceptance:
         """A suggestion was answered for the document; returns its number (the command's
         argument). The rest of one being typed through is the same suggestion, not a new one."""
         old = self.pending.get(document)
-        if old is not None and old.progress and old.at_typed_place(before, after):
-            if text == old.text[old.progress :]:
-                old.before, old.text, old.progress = before, text, 0  # (typed counts on)
-                return old.number
+        if old is not None and self.continues(document, before, after, text):
+            old.before, old.text, old.progress = before, text, 0  # (typed counts on)
+            return old.number
         if old is not None:
             self._end(old, "typed_through" if old.typed else "rejected")
         self._numbers += 1
         self.pending[document] = Shown(self._numbers, document, before, after, text)
         self.counts["shown"] += 1
         return self._numbers
+
+    def continues(self, document: str, before: str, after: str, text: str) -> bool:
+        """Whether `text` at the cursor `before`|`after` is the rest of the suggestion on screen
+        that the person is typing through (the same suggestion, not a new one)."""
+        old = self.pending.get(document)
+        return bool(
+            old is not None
+            and old.progress
+            and old.at_typed_place(before, after)
+            and text == old.text[old.progress :]
+        )
 
     def hidden(self) -> None:
         """The gate kept a suggestion off the screen."""

@@ -80,12 +80,14 @@ class SpecLanguageServer(LanguageServer):
         self, request: CompletionRequest, completion: Completion | None, *, invoked: bool
     ) -> tuple[Completion | None, int | None]:
         """The confidence gate on a suggestion the editor asked for as the person typed (one
-        they asked for is shown whole), then the record of what is shown: the completion to
-        answer with and its number (the item's command argument), or (None, None)."""
+        they asked for is shown whole, and so is the rest of one on screen that they type
+        through), then the record of what is shown: the completion to answer with and its
+        number (the item's command argument), or (None, None)."""
         if completion is None or not completion.text:
             return completion, None
-        document = request.document_id
-        threshold = 0.0 if invoked else self.settings.gate_threshold
+        document, before, after = request.document_id, request.prefix, request.suffix
+        on_screen = self.acceptance.continues(document, before, after, completion.text)
+        threshold = 0.0 if invoked or on_screen else self.settings.gate_threshold
         last = self.acceptance.last_outcome(document)
         text, assessed = confidence.gate(request, completion, threshold, last)
         if not text:  # (the gate's verdict: whole or nothing)
@@ -93,7 +95,7 @@ class SpecLanguageServer(LanguageServer):
             if assessed is not None:
                 log.debug("%s: suggestion hidden (confidence %.2f)", document, assessed.score)
             return None, None
-        return completion, self.acceptance.shown(document, request.prefix, request.suffix, text)
+        return completion, self.acceptance.shown(document, before, after, text)
 
     def _wake_for_retention(self, due: float) -> None:
         """A text was kept for its retention checks, the first at `due`: wake then (a wake

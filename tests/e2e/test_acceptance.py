@@ -109,3 +109,15 @@ async def test_the_gate_hides_an_unsure_automatic_suggestion_and_answers_an_invo
     item = await shown(client, "file:///work/gate-invoked.py", kind=INVOKED)
     assert item.insert_text.startswith("o(x):")
     assert (await counts(client)).shown == 1
+
+
+async def test_typing_along_an_invoked_suggestion_keeps_it_on_screen_under_the_gate(strict):
+    """The person asked (Invoked: shown whatever its confidence) and types along it: each key's
+    Automatic answer is the rest of the same suggestion, not gated again."""
+    client, uri = strict, "file:///work/gate-typed.py"
+    item = await shown(client, uri, kind=INVOKED)
+    edit(client, (2, 6), (2, 6), item.insert_text[0], version=2, uri=uri)  # a key typed into it
+    rest = (await inline(client, 2, 7, uri=uri)).items
+    assert rest and rest[0].insert_text.endswith(item.insert_text[1:])
+    numbers = await stats(client)
+    assert numbers.acceptance.hidden == 0 and numbers.cache_hits.typed_through == 1
