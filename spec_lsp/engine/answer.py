@@ -39,7 +39,7 @@ class Answer:
 
     def progress(self, generated: str) -> None:
         """A generation's text so far: in-flight reuse sees it, the first answer may go."""
-        self.in_flight.track(self.request, generated)
+        self.in_flight.track(self.request, generated, self.stats.token_logprobs)
         self.first.progress(generated)
 
     def settled(self) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer, CompletingStage, NotLoaded, begin
-from spec_lsp.engine.cache.suggestions import Suggestion
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.local import LocalStage
@@ -189,8 +188,10 @@ class Engine:
         hit = self.stores.suggestions.lookup(request) if self.settings.cache else None
         if hit is None:
             return None
-        # (what the gate reads of the rest: the suggestion's own token probabilities)
-        return self._cached(request, hit.rest, hit.typed, "typed_through", hit.found)
+        found = hit.found  # (what the gate reads of the rest: the suggestion's probabilities)
+        return self._cached(
+            request, hit.rest, hit.typed, "typed_through", found.raw, found.logprobs
+        )
 
     def from_in_flight(self, request: CompletionRequest) -> Completion | None:
         """An answer from the running generation's text so far, once it holds a complete line
@@ -205,7 +206,8 @@ class Engine:
         _raw, text = shaping.shown(ahead[: ahead.rfind("\n")])
         if not text.strip():
             return None
-        return self._cached(request, text, typed, "in_flight")
+        produced, logprobs = self.stores.in_flight.generated()  # (what the gate reads)
+        return self._cached(request, text, typed, "in_flight", produced, logprobs)
 
     def _cached(
         self,
@@ -213,15 +215,16 @@ class Engine:
         text: str,
         typed: str,
         how: str,
-        found: Suggestion | None = None,
+        raw: str = "",
+        logprobs: Sequence[float] = (),
     ) -> Completion:
+        """An answer no model call made: `text` of the suggestion (its model text `raw`, the
+        target's log probabilities of raw's tokens: what the gate reads) after `typed`."""
         stats = DecodeStats(drafter=self.settings.drafter, cache=how, engine=self.settings.engine)
+        stats.token_logprobs = list(logprobs)
         self.totals.record(stats)
         self.stores.sources.shown(request, text)
-        if found is None:
-            return Completion(text=text, stats=stats, typed=typed)
-        stats.token_logprobs = list(found.logprobs)
-        return Completion(text=text, stats=stats, raw_text=found.raw, typed=typed)
+        return Completion(text=text, stats=stats, raw_text=raw, typed=typed)
 
     def extends_in_flight(self, request: CompletionRequest) -> bool:
         """True when the running generation already produced what this request typed: the

@@ -111,8 +111,8 @@ def test_in_flight_generation_is_extended_not_cancelled(engine):
 
     original = engine.stores.in_flight.track
 
-    def probe(request, produced):
-        original(request, produced)
+    def probe(request, produced, logprobs=()):
+        original(request, produced, logprobs)
         seen.append(
             (
                 produced,
@@ -181,6 +181,20 @@ def test_a_lookup_builds_keys_only_where_a_suggestion_may_be(monkeypatch):
     built.clear()
     assert cache.lookup(req(text + "def fo"))[:2] == ("o", "o(x):")
     assert len(built) == 1
+
+
+def test_a_line_of_the_running_generation_carries_its_token_probabilities(engine):
+    """What the gate reads of an in-flight answer: the generation's text so far and its
+    tokens' log probabilities (the running list, as it grows)."""
+    running = req("import sys\n\ndef fo")
+    logprobs = [-0.1, -0.2]
+    engine.stores.in_flight.track(running, "o(x):\n    ret", logprobs)
+    logprobs.append(-0.3)  # (a token committed since)
+    line = engine.from_in_flight(req("import sys\n\ndef foo"))
+    assert line is not None and line.text == "(x):"
+    assert line.raw_text == "o(x):\n    ret" and line.stats.token_logprobs == [-0.1, -0.2, -0.3]
+    engine.stores.in_flight.clear()
+    assert engine.stores.in_flight.generated() == ("", [])
 
 
 def test_a_complete_line_of_the_running_generation_answers_a_request_typed_into_it(engine):

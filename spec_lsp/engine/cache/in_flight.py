@@ -4,19 +4,30 @@ server lets it go on) instead of cancelling it and starting again."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from spec_lsp.engine.types import CompletionRequest
 
 
 class InFlight:
     def __init__(self) -> None:
         self._running: tuple[CompletionRequest, str] | None = None
+        self._logprobs: Sequence[float] = ()
 
-    def track(self, request: CompletionRequest, produced: str) -> None:
-        """After each decode round: the text committed so far for `request`."""
-        self._running = (request, produced)
+    def track(
+        self, request: CompletionRequest, produced: str, logprobs: Sequence[float] = ()
+    ) -> None:
+        """After each decode round: the text committed so far for `request`, and the target's
+        log probabilities of its tokens (the generation's own list, growing: the gate's)."""
+        self._running, self._logprobs = (request, produced), logprobs
 
     def clear(self) -> None:
-        self._running = None
+        self._running, self._logprobs = None, ()
+
+    def generated(self) -> tuple[str, list[float]]:
+        """The running generation's text so far and its tokens' log probabilities (a copy)."""
+        running = self._running
+        return (running[1] if running else ""), list(self._logprobs)
 
     @property
     def running(self) -> int:
