@@ -115,6 +115,11 @@ class CompletingStage(Protocol):
     def idle_work(self) -> bool:
         """Whether it has work for idle time."""
 
+    @property
+    def block_pending(self) -> bool:
+        """Whether the document in view has a context block not in the KV yet (an edit then
+        leaves the idle work running)."""
+
     def idle_step(self, cancel: CancelToken) -> int:
         """Its next piece of idle work, until done or cancelled; the tokens evaluated."""
 
@@ -133,6 +138,7 @@ class NotLoaded:
 
     needs_profile = False
     idle_work = False
+    block_pending = False
 
     def configure(self, settings: Settings) -> None:
         pass

@@ -199,15 +199,13 @@ class Engine:
         if not self.settings.cache:
             return None
         found = self.stores.in_flight.ahead_of(request)
-        if found is None or "\n" not in found[1][1:]:
+        if found is None or "\n" not in found.ahead[1:]:
             return None
-        typed, ahead = found
         shaping = Shaping(request, self.settings.multiline)
-        _raw, text = shaping.shown(ahead[: ahead.rfind("\n")])
+        _raw, text = shaping.shown(found.ahead[: found.ahead.rfind("\n")])
         if not text.strip():
             return None
-        produced, logprobs = self.stores.in_flight.generated()  # (what the gate reads)
-        return self._cached(request, text, typed, "in_flight", produced, logprobs)
+        return self._cached(request, text, found.typed, "in_flight", found.produced, found.logprobs)
 
     def _cached(
         self,
@@ -300,7 +298,7 @@ class Engine:
     def block_pending(self) -> bool:
         """The document in view has a context block not in the KV yet: an edit leaves the idle
         work that evaluates it running (a request that needs the model still stops it)."""
-        return isinstance(self.stage, LocalStage) and self.stage.block_pending
+        return self.stage.block_pending
 
     def idle_step(self, cancel: CancelToken) -> int:
         """Idle time: the context stage parses what changed, then the completing stage takes

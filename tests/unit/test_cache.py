@@ -194,7 +194,7 @@ def test_a_line_of_the_running_generation_carries_its_token_probabilities(engine
     assert line is not None and line.text == "(x):"
     assert line.raw_text == "o(x):\n    ret" and line.stats.token_logprobs == [-0.1, -0.2, -0.3]
     engine.stores.in_flight.clear()
-    assert engine.stores.in_flight.generated() == ("", [])
+    assert engine.from_in_flight(req("import sys\n\ndef foo")) is None
 
 
 def test_a_complete_line_of_the_running_generation_answers_a_request_typed_into_it(engine):

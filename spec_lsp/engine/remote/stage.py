@@ -141,6 +141,8 @@ class RemoteStage:
         self.totals.count_prewarm(evaluated)
         return evaluated
 
+    block_pending = False  # (the block goes with each request: no KV here to hold it)
+
     @property
     def idle_work(self) -> bool:
         """The block of the last place asked to choose again."""
