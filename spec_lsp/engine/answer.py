@@ -1,8 +1,9 @@
 """One request on its way through the engine, made once when it arrives: the request, its cancel
 token and kind, its post-processing (`postprocess.Shaping`: multi-line or not, the stop rule,
 the text shown), its statistics, and the first answer that watches its text grow
-(`first_answer`). The stage that completes it reads what it needs here and tells it the text so
-far (`progress`) and when it is done (`settled`). `CompletingStage` is that stage's interface:
+(`first_answer`). The stage that completes it reads what it needs here (the stop rule among it)
+and tells it the text so far (`progress`) and when it is done (`settled`); the engine finishes
+with `shown`. Post-processing is reached through it alone. `CompletingStage` is that stage's interface:
 in-process (`local.py`) or a server's (`remote/stage.py`); `NotLoaded` stands in before a load."""
 
 from __future__ import annotations
@@ -37,6 +38,20 @@ class Answer:
     in_flight: InFlight  # the running generation's text, for requests typed meanwhile
     totals: EngineTotals
 
+    # -- its post-processing (the stage's stop rule, the engine's finish): read here only
+    @property
+    def multiline(self) -> bool:
+        return self.shaping.multiline
+
+    def stop_reached(self, generated: str) -> bool:
+        """Whether the generation may stop: a stop string, or more text changes nothing shown."""
+        return self.shaping.stop_reached(generated)
+
+    def shown(self, generated: str) -> tuple[str, str]:
+        """(raw, shown): the generated text cut at the stop strings, and post-processed."""
+        return self.shaping.shown(generated)
+
+    # -- what the stage tells it
     def progress(self, generated: str) -> None:
         """A generation's text so far: in-flight reuse sees it, the first answer may go."""
         self.in_flight.track(self.request, generated, self.stats.token_logprobs)

@@ -5,7 +5,8 @@ The caches answer first where they can, with no model call: a suggestion typed t
 stage completes the request, behind one small interface (`answer.CompletingStage`): in process
 (`local.py`: the prompt priced against the KV caches, the speculative loop) or on a server
 (`remote/`: its health, one streamed request). Finishing post-processes the text with the
-request's own rules (`postprocess.Shaping`, made once in `answer.begin`) and remembers it.
+request's own rules (`postprocess.Shaping`, made once in `answer.begin`, read through the
+answer) and remembers it.
 
 Each stage owns its state: the stores kept per document (`stores.py`, the one place the
 editor's document events fan out to), the context (`context/`), the models. Idle work is one
@@ -263,7 +264,7 @@ class Engine:
     def _finish(self, answer: Answer, generated: str) -> Completion:
         """Post-process the model's text; remember it (typed-through answers, shown drafts)."""
         request = answer.request
-        raw, text = answer.shaping.shown(generated)
+        raw, text = answer.shown(generated)
         if self.settings.cache:
             self.stores.suggestions.put(request, text, raw, answer.stats.token_logprobs)
         if answer.kind != "precompute":  # shown to the person (a precomputed one when asked)

@@ -197,7 +197,7 @@ class LocalStage:
             request.max_tokens,
             request.sampling,
             self.loaded.stop_ids,
-            lambda tokens: answer.shaping.stop_reached(read(tokens)),
+            lambda tokens: answer.stop_reached(read(tokens)),
             continuation=stores.continuations.get(request.document_id)
             if self.settings.cache
             else (),

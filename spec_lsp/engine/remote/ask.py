@@ -2,8 +2,8 @@
 /infill, else /v1/completions), its streamed answer, and the fallback from an /infill the server
 cannot serve (a model without FIM tokens) to /v1/completions, then and after.
 
-The stop rules are the request's (`postprocess.Shaping`, as in process); what the text so far is for
-(in-flight reuse, the first answer) is the caller's `on_text`.
+The stop rules are the answer's (as in process), and the text so far goes to it (in-flight
+reuse, the first answer).
 
 `prewarm`: llama-server keeps the KV of the last prompt (`cache_prompt`); after an edit, while
 the person reads, it is asked the prompt of the place edited for one token, so that the request
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from spec_lsp.config import Settings
+from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.postprocess import Shaping
 from spec_lsp.engine.remote.client import RemoteFault
 from spec_lsp.engine.remote.connect import RemoteLoaded
 from spec_lsp.engine.remote.prompt import TextPrompt, build, build_infill
@@ -53,33 +53,28 @@ def prompt_for(
 
 
 def ask(
-    remote: RemoteLoaded,
-    request: CompletionRequest,
-    settings: Settings,
-    *,
-    shaping: Shaping,
-    block: Block | None,
-    cancel: CancelToken,
-    stats: DecodeStats,
-    on_text: Callable[[str], None],
+    remote: RemoteLoaded, answer: Answer, settings: Settings, *, block: Block | None
 ) -> tuple[TextPrompt, str]:
-    """The prompt sent and the server's text (the stream closed once the stop rules are met).
-    Raises RemoteFault or Cancelled."""
+    """The prompt sent and the server's text (the stream closed once the answer's stop rules
+    are met; its text so far told to it). Raises RemoteFault or Cancelled."""
+    request = answer.request
     while True:
-        prompt = prompt_for(remote, request, settings, multiline=shaping.multiline, block=block)
+        prompt = prompt_for(remote, request, settings, multiline=answer.multiline, block=block)
 
         def should_stop(text: str, prompt: TextPrompt = prompt) -> bool:
-            return shaping.stop_reached(prompt.generated(text))
+            return answer.stop_reached(prompt.generated(text))
 
         def progress(text: str, prompt: TextPrompt = prompt) -> None:
-            on_text(prompt.generated(text))
+            answer.progress(prompt.generated(text))
 
         job = _job(remote, prompt, request.max_tokens, request.sampling, should_stop, progress)
         # the confidence gate's token probabilities, as in process: asked only with it on
         job = replace(job, logprobs=settings.gate_threshold > 0)
         try:
             with remote.tokens.asking():
-                return prompt, stream_decode(remote.client, job, cancel=cancel, stats=stats)
+                return prompt, stream_decode(
+                    remote.client, job, cancel=answer.cancel, stats=answer.stats
+                )
         except RemoteFault as fault:
             if fault.kind != "unsupported" or remote.endpoint != "infill":
                 raise

@@ -78,16 +78,7 @@ class RemoteStage:
         self._place = request
         block = self.stores.context.block_for(request.document_id)  # (chosen while idle)
         try:
-            prompt, generated = ask.ask(
-                remote,
-                request,
-                self.settings,
-                shaping=answer.shaping,
-                block=block,
-                cancel=answer.cancel,
-                stats=stats,
-                on_text=answer.progress,
-            )
+            prompt, generated = ask.ask(remote, answer, self.settings, block=block)
         except RemoteFault as fault:
             remote.health.failed(fault.kind, str(fault))
             remote.connected = remote.connected and fault.kind not in RECONNECT_AFTER
