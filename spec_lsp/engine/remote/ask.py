@@ -56,7 +56,18 @@ def ask(
     remote: RemoteLoaded, answer: Answer, settings: Settings, *, block: Block | None
 ) -> tuple[TextPrompt, str]:
     """The prompt sent and the server's text (the stream closed once the answer's stop rules
-    are met; its text so far told to it). Raises RemoteFault or Cancelled."""
+    are met; its text so far told to it, and its end however it came: `answer.settled`).
+    Raises RemoteFault or Cancelled."""
+    try:
+        return _ask(remote, answer, settings, block)
+    finally:
+        answer.stats.cache = answer.kind or "remote"
+        answer.settled()
+
+
+def _ask(
+    remote: RemoteLoaded, answer: Answer, settings: Settings, block: Block | None
+) -> tuple[TextPrompt, str]:
     request = answer.request
     while True:
         prompt = prompt_for(remote, request, settings, multiline=answer.multiline, block=block)

@@ -79,14 +79,11 @@ class RemoteStage:
         block = self.stores.context.block_for(request.document_id)  # (chosen while idle)
         try:
             prompt, generated = ask.ask(remote, answer, self.settings, block=block)
-        except RemoteFault as fault:
+        except RemoteFault as fault:  # (the answer settled: ask.ask)
             remote.health.failed(fault.kind, str(fault))
             remote.connected = remote.connected and fault.kind not in RECONNECT_AFTER
             stats.stop_reason = "fault"
             return None
-        finally:
-            stats.cache = answer.kind or "remote"
-            answer.settled()
         remote.health.succeeded()
         if block is not None and prompt.block_tokens:
             stats.context_chunks = block.describe()
