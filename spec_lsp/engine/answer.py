@@ -3,8 +3,9 @@ token and kind, its post-processing (`postprocess.Shaping`: multi-line or not, t
 the text shown), its statistics, and the first answer that watches its text grow
 (`first_answer`). The stage that completes it reads what it needs here (the stop rule among it)
 and tells it the text so far (`progress`) and when it is done (`settled`); the engine finishes
-with `shown`. Post-processing is reached through it alone. `CompletingStage` is that stage's interface:
-in-process (`local.py`) or a server's (`remote/stage.py`); `NotLoaded` stands in before a load."""
+with `shown`. Post-processing is reached through it alone. `CompletingStage` is that stage's
+interface: in-process (`local.py`) or a server's (`remote/stage.py`); `NotLoaded` stands in
+before a load."""
 
 from __future__ import annotations
 
