@@ -294,6 +294,10 @@ class LocalStage:
         and again when what it is chosen from changed (file_prefix: only the block's new
         tokens are evaluated then, with kvShift)."""
         fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        if fp.came_back:  # the focus came back: the block its text was evaluated after
+            fp.came_back = False
+            context.adopt(fp.document, focus, fp.block)
+            return
         if not context.stale(focus):
             return
         budget = FilePrefix.budget(self.settings, self.prompts.target.n_ctx) // 2

@@ -32,6 +32,9 @@ class Stores:
     continuations: Continuations = field(default_factory=Continuations)  # the last generation
     in_flight: InFlight = field(default_factory=InFlight)  # the running generation's text
 
+    def __post_init__(self) -> None:
+        self.file_prefix.kept = self.states  # (a file prefix the focus leaves is kept there)
+
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); the editor's thread."""
         self.sources.document_changed(document_id, text)

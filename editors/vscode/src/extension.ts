@@ -154,6 +154,9 @@ async function startClient(): Promise<void> {
     }
     return;
   }
+  // The server takes the focus from this notification once it has seen one (a didOpen alone
+  // is then a peek or a preview): tell it which editor is in view now.
+  focused(vscode.window.activeTextEditor);
   startPolling();
 }
 

@@ -205,19 +205,18 @@ function M.setup(opts)
   start_client(config)
   create_commands()
   local group = vim.api.nvim_create_augroup('spec_lsp', { clear = true })
-  -- a buffer entered: the server evaluates its context while you read (specLsp/didFocus)
-  vim.api.nvim_create_autocmd('BufEnter', {
-    group = group,
-    callback = function(args)
-      local get = vim.lsp.get_clients or vim.lsp.get_active_clients
-      local client = get({ name = config.name, bufnr = args.buf })[1] -- (attached to it)
-      if client then
-        client_call(client, 'notify', 'specLsp/didFocus', {
-          textDocument = { uri = vim.uri_from_bufnr(args.buf) },
-        })
-      end
-    end,
-  })
+  -- a buffer entered: the server evaluates its context while you read (specLsp/didFocus);
+  -- and a buffer opened (BufEnter came before the client attached): once its didOpen is sent
+  local function tell_focus(args)
+    local get = vim.lsp.get_clients or vim.lsp.get_active_clients
+    local client = get({ name = config.name, bufnr = args.buf })[1] -- (attached to it)
+    if client and args.buf == vim.api.nvim_get_current_buf() then
+      client_call(client, 'notify', 'specLsp/didFocus', {
+        textDocument = { uri = vim.uri_from_bufnr(args.buf) },
+      })
+    end
+  end
+  vim.api.nvim_create_autocmd({ 'BufEnter', 'LspAttach' }, { group = group, callback = tell_focus })
   if config.native then
     vim.lsp.inline_completion.enable(true)
     map_native(config.keymaps)
