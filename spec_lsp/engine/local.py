@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import calibrate, loading
+from spec_lsp.engine import calibrate, gate_weights, loading
 from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
@@ -77,6 +77,7 @@ class LocalStage:
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
         self.profile = cost_profile.load_cached(self.profile_key())
+        self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
         self.stores.sources.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
@@ -203,7 +204,8 @@ class LocalStage:
             else (),
             on_round=lambda out: answer.progress(read(out)),
             first_allowed=prompt.first_allowed,
-            logprobs=self.settings.gate_threshold > 0,  # (the gate off: no cost at all)
+            # (the gate off, or no weights for this model: no cost at all)
+            logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)

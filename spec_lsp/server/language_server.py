@@ -107,9 +107,10 @@ class SpecLanguageServer(LanguageServer):
             return completion, None
         document, before, after = request.document_id, request.prefix, request.suffix
         on_screen = self.acceptance.continues(document, before, after, completion.text)
-        threshold = 0.0 if invoked or on_screen else self.settings.gate_threshold
+        engine = self.scheduler.engine  # (its weights are the model's: none, the gate off)
+        threshold = 0.0 if invoked or on_screen else engine.gate_threshold
         last = self.acceptance.last_outcome(document)
-        text, assessed = confidence.gate(request, completion, threshold, last)
+        text, assessed = confidence.gate(request, completion, threshold, last, engine.gate)
         if not text:  # (the gate's verdict: whole or nothing)
             self.acceptance.hidden()
             if assessed is not None:
