@@ -82,11 +82,22 @@ function M.status()
   return string.format('spec-lsp %s · %.1f tok/s', M.kept_rate(s), s.tokens_per_second or 0)
 end
 
+--- The confidence gate: its threshold, or why it is off (no weights fitted for the model).
+local function gate_text(g)
+  if type(g) ~= 'table' then
+    return '-'
+  end
+  if g.on then
+    return string.format('on (threshold %s)', g.threshold)
+  end
+  return 'off' .. ((type(g.why) == 'string') and (' (' .. g.why .. ')') or '')
+end
+
 function M.format_stats(s)
   local p50 = s.latency_ms_p50 == vim.NIL and '-' or tostring(s.latency_ms_p50 or '-')
   local a = s.acceptance or {}
   return string.format(
-    'spec-lsp: suggestions accepted %s (%d/%d shown), drafts accepted %d%% (%d/%d), %.1f tok/s, %d completions, p50 %s ms, models: %s',
+    'spec-lsp: suggestions accepted %s (%d/%d shown), drafts accepted %d%% (%d/%d), %.1f tok/s, %d completions, p50 %s ms, models: %s, confidence gate: %s',
     M.kept_rate(s),
     (a.accepted or 0) + (a.partial or 0),
     a.shown or 0,
@@ -96,7 +107,8 @@ function M.format_stats(s)
     s.tokens_per_second or 0,
     s.requests or 0,
     p50,
-    table.concat(s.models or {}, ', ')
+    table.concat(s.models or {}, ', '),
+    gate_text(s.gate)
   )
 end
 
