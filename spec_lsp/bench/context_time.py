@@ -239,8 +239,8 @@ async def run_protocol(server: Server, use: Use, root: Path, protocol: int, budg
         server.focus(module)
         await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
         cpu = time.process_time()
-        server.focus(request)
-        await server.read_until_quiet(0.0, QUIET_MAX_S)
+        server.focus(request)  # (read as long as the first time: the focus taken, then quiet)
+        await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
         run.cpu_back_s = time.process_time() - cpu
     if protocol in (2, 4):  # (4: the readiness goes on being polled while typing)
         run.typed = typed_keys(use.expected) if protocol == 2 else use.expected[:AT_ONCE_KEYS]

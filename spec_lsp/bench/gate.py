@@ -441,6 +441,7 @@ def report(data: dict[str, Any], refit: bool) -> tuple[str, GateModel]:
     sections = [
         render(judged, marks, f"The judge set ({len(JUDGE)} modules: {', '.join(JUDGE)})"),
         by_kind(judge_rows, model, threshold),
+        by_kind(judge_rows, model, default),
         "\n".join(selection) + "\n",
         render(curve(choose_rows, model), marks, "The choose set (the threshold chosen here)"),
         render(curve(fit_rows, model), marks, "The fit set"),
