@@ -78,7 +78,7 @@ class Settings(BaseModel):
         96, ge=0, le=16384, description="Token budget for text after the cursor."
     )
     context_tokens: int = Field(
-        640,  # (bench/results/crossfile-budget-*.md: 320 tokens 3/8 exact, 640 6/8, 1024 5/8)
+        0,  # (bench/results/context-time-budgets.md, context-time-focus.md: no gain on 42 lines)
         ge=0,
         le=16384,
         description="Token budget for other files' parts shown before the file: definitions of the names used near the cursor, the files it imports, similar parts of open documents, recent edits (from open documents and the workspace folders). Evaluated while you read; 0: none.",

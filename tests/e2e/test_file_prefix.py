@@ -19,6 +19,7 @@ LINES = [f"def function_{i}(x):\n    return x * {i} + len('{'ab' * (i % 7)}')\n"
 TEXT = "".join(LINES)
 # windows as long as the defaults' in a real tokenizer's tokens (the fake model: a byte a token)
 SETTINGS = {"precompute": False, "prefixTokens": 1200, "suffixTokens": 300, "multiline": "never"}
+SETTINGS["contextTokens"] = 640  # (the context block on: 0 by default)
 
 
 @pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="10"))

@@ -20,7 +20,8 @@ URI = "file:///module.py"
 
 def make(**settings):
     # windows as long as the defaults' in a real tokenizer's tokens (~3 bytes each)
-    settings = {"prefix_tokens": 1200, "suffix_tokens": 300, **settings}
+    # (the context block on, as a person who turns it on has it: contextTokens 640)
+    settings = {"prefix_tokens": 1200, "suffix_tokens": 300, "context_tokens": 640, **settings}
     engine = build_engine(
         Settings(drafter="ngram", precompute=False, multiline="never", **settings), backend="fake"
     )
