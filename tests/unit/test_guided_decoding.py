@@ -19,7 +19,7 @@ from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
-from tests.unit.test_speculative import STOP, VOCAB, ScriptedDrafter, fake_target
+from tests.unit.test_speculative import STOP, VOCAB, ScriptedDrafter, fake_target, run
 
 
 class HashedGuide:
@@ -64,18 +64,7 @@ def plain(prompt: list[int], max_tokens: int, params: SamplingParams, seed: int 
 
 
 def speculative(prompt, drafter, k, max_tokens, params, *, guide, seed=0):
-    stats = DecodeStats()
-    job = DecodeJob(prompt, max_tokens, params, frozenset({STOP}), guide=guide)
-    out = generate(
-        fake_target(),
-        drafter,
-        FixedPolicy(k),
-        job,
-        cancel=CancelToken(),
-        rng=np.random.default_rng(seed),
-        stats=stats,
-    )
-    return out, stats
+    return run(prompt, drafter, k, max_tokens, params=params, seed=seed, guide=guide)
 
 
 @settings(max_examples=150, deadline=None)

@@ -77,6 +77,8 @@ def _after_def(line: str, at: int) -> bool:
 
 def _open_string_or_comment(line: str) -> bool:
     """Whether the end of `line` is inside a string or a comment begun on it."""
+    if "#" not in line and "'" not in line and '"' not in line:
+        return False
     quote = ""
     i = 0
     while i < len(line):
