@@ -14,6 +14,7 @@ nearest the cursor first, new ones before those an earlier version had, within a
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,9 @@ _DEREF = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.")
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*(?:[A-Za-z_][\w.]*)?)[ \t]+import[ \t]*", re.M)
 _SELF = ("self", "cls")
 Key = tuple[Scope, str]  # (scope, receiver); an import's receiver is "from <module>"
+# Jedi's inference keeps process-wide state and is not safe from two threads at once (two
+# engines in one process, a benchmark's and a test's): one analysis at a time
+_JEDI = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,19 @@ class Analyser:
         near_line: int = 0,
         earlier: Table | None = None,
         cancelled: Callable[[], bool] = lambda: False,
+    ) -> Table:
+        with _JEDI:
+            return self._analyse(text, version, path, root, near_line, earlier, cancelled)
+
+    def _analyse(
+        self,
+        text: str,
+        version: int,
+        path: str | None,
+        root: str | None,
+        near_line: int,
+        earlier: Table | None,
+        cancelled: Callable[[], bool],
     ) -> Table:
         import jedi  # (imported on the analysis thread: ~0.3 s, never on a request's way)
 
