@@ -128,12 +128,14 @@ class Analyser:
         table = Table(version)
         todo = self._order(text, near_line, earlier)
         module_names = _module_level_names(script)
+        shared: dict[frozenset[str], frozenset[str]] = {}  # (one copy of each member set)
         for occurrence in todo:
             if cancelled() or time.perf_counter() - started > self.budget_seconds:
                 break
             members = _members(script, occurrence)
             if members is None:
                 continue
+            members = Members(shared.setdefault(members.names, members.names), members.complete)
             table.members[occurrence.key] = members
             first = occurrence.key[1].split(".", 1)[0]
             if occurrence.key[0] and first in module_names and first not in _SELF:
