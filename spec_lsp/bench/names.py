@@ -2,11 +2,14 @@
 
 Cases by rule, from code no one here wrote: fixed modules of the standard library and of
 packages installed beside spec-lsp; in each, the dereferences `receiver.name` whose receiver is
-a chain of names, after the file's first 30 lines, spread evenly over the file; a case is kept
-when the engine's own analysis of the file cut right after the `.` resolves the receiver, until
-`--per-file` are kept. The file is cut there (no suffix); the person asks (Invoked). Counted: the
-next identifier right, and the names written that are not among the receiver's members (Jedi's
-completions there), for each variant in the same run on the same prompt:
+a chain of names, after the file's first 30 lines, spread evenly over the file. The person
+writes that line: the editor holds the file with the rest of the line, from the `.` on,
+removed (the lines below stay: a class's methods defined further down exist), and that is what
+the engine's analysis reads; a case is kept when it resolves the receiver, until `--per-file`
+are kept. The prompt is the file cut right after the `.` (no suffix); the person asks
+(Invoked). Counted: the next identifier right, and the names written that are not among the
+receiver's members (Jedi's completions there), for each variant in the same run on the same
+prompt:
 
 - off: `guide: false`;
 - on: `guide: true` (hard mask where the member set is complete, nothing elsewhere);
@@ -65,6 +68,7 @@ class Case:
     receiver: str
     expected: str
     cut: str  # the file up to and including the `.`
+    document: str  # the file as the editor holds it: the cut, then the lines after its line
 
 
 def candidates(path: Path) -> list[Case]:
@@ -98,7 +102,11 @@ def candidates(path: Path) -> list[Case]:
         if not chain or (j >= 0 and tokens[j].string in (".", ")", "]")):
             continue
         at = starts[dot.end[0] - 1] + dot.end[1]
-        found.append(Case(str(path), dot.end[0], ".".join(chain), name.string, text[:at]))
+        below = text[starts[dot.end[0]] - 1 :] if dot.end[0] < len(lines) else ""
+        case = Case(
+            str(path), dot.end[0], ".".join(chain), name.string, text[:at], text[:at] + below
+        )
+        found.append(case)
     return found
 
 
@@ -141,7 +149,7 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     set_variant(engine, "on")
     uri = Path(case.path).as_uri()
     analyses = engine.stores.analyses
-    engine.document_changed(uri, case.cut)
+    engine.document_changed(uri, case.document)
     if not analyses.wait(uri, 120):
         return None
     table = analyses.table(uri)

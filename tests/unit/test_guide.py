@@ -141,5 +141,40 @@ def test_jedi_resolves_a_class_from_another_module_as_complete(tmp_path):
     assert {"borrow_or_take", "level"} <= found.names and "decide" not in found.names
     assert table.lookup(("def other",), "os.path") is not None  # (a module-level name)
     assert table.lookup(("def other",), "reservoir") is None  # (a local of run)
+    call = table.lookup(("def run",), "call reservoir.borrow_or_take")
+    assert call is not None and call.names == {"now"} and call.complete
     imported = table.lookup((), "from pkg.reservoir")
     assert imported is not None and "Reservoir" in imported.names
+
+
+@pytest.mark.parametrize(
+    ("line", "callee", "written"),
+    [
+        ("    x = f(a, ti", "f", "ti"),
+        ("    self.get(url, ", "self.get", ""),
+        ("f(a, g(b), c", "f", "c"),
+    ],
+)
+def test_keyword_arguments_are_trigger_points(line, callee, written):
+    point = trigger.find_keyword(line)
+    assert point is not None and (point.receiver, point.written) == (callee, written)
+
+
+@pytest.mark.parametrize(
+    "line", ["def f(a, b", "class A(Base", "    f(*a", "    f(a + b", "x = f[a, b"]
+)
+def test_definitions_and_expressions_are_not_keyword_points(line):
+    assert trigger.find_keyword(line) is None
+
+
+def test_a_keyword_the_call_does_not_take_cannot_be_written():
+    vocab = [b"ti", b"meout", b"meout=", b"=", b"==", b"x", b"retries=", b"verbose=", b")"]
+    table = Table(1, {((), "call fetch"): Members(frozenset({"timeout", "retries"}), True)})
+    m = Monitor(NameTokens(vocab), table, text="    fetch(url, ", scope=())
+    row = m.guide(np.zeros(len(vocab), dtype=np.float32), [])
+    allowed = [vocab[i] for i in np.flatnonzero(np.isfinite(row))]
+    assert b"verbose=" not in allowed and b"retries=" in allowed and b"x" in allowed
+    assert b"=" not in allowed  # (`fetch(url, =`)
+    row = m.guide(np.zeros(len(vocab), dtype=np.float32), [0])  # "ti"
+    allowed = [vocab[i] for i in np.flatnonzero(np.isfinite(row))]
+    assert b"meout=" in allowed and b"=" not in allowed and b"==" in allowed  # (`ti == x`)

@@ -18,15 +18,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from inspect import Parameter
 from pathlib import Path
 
 from spec_lsp.prompts.guide import scopes
 from spec_lsp.prompts.guide.scopes import Scope
 
 _DEREF = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.")
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*(?:[A-Za-z_][\w.]*)?)[ \t]+import[ \t]*", re.M)
 _SELF = ("self", "cls")
-Key = tuple[Scope, str]  # (scope, receiver); an import's receiver is "from <module>"
+# (scope, receiver); an import's receiver is "from <module>", a call's "call <callee>"
+Key = tuple[Scope, str]
 # Jedi's inference keeps process-wide state and is not safe from two threads at once (two
 # engines in one process, a benchmark's and a test's): one analysis at a time
 _JEDI = threading.Lock()
@@ -49,8 +52,7 @@ class Table:
 
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
         """The receiver's members in `scope` or the nearest enclosing scope that has them."""
-        if receiver.split(".", 1)[0] in _SELF:
-            scope = scopes.enclosing_class(scope)
+        scope = _keyed(scope, receiver.removeprefix("call "))
         for i in range(len(scope), -1, -1):
             found = self.members.get((scope[:i], receiver))
             if found is not None:
@@ -69,7 +71,7 @@ class Occurrence:
     key: Key
     line: int  # 1-based, as Jedi counts
     column: int  # just after the `.` (a member) or after `import ` (an import)
-    name_end: int  # the receiver's last name (or the module's) ends here: infer there
+    name_end: int  # the receiver's last name (or the module's) ends here: infer there (-1: a call)
 
 
 def occurrences(text: str) -> Iterator[Occurrence]:
@@ -79,15 +81,24 @@ def occurrences(text: str) -> Iterator[Occurrence]:
     for number, (line, scope) in enumerate(zip(lines, scopes.each_line(lines)), start=1):
         imported = _FROM.match(line)
         if imported:
-            key = ((), f"from {imported.group(1)}")
-            yield Occurrence(key, number, imported.end(), imported.end(1))
+            module: Key = ((), f"from {imported.group(1)}")
+            yield Occurrence(module, number, imported.end(), imported.end(1))
             continue
-        if "." not in line or line.lstrip().startswith(("import ", "#")):
+        if line.lstrip().startswith(("import ", "#")):
             continue
+        for found in _CALL.finditer(line):
+            if not re.search(r"(?:^|\s)(?:def|class)\s+$", line[: found.start()]):
+                callee = found.group(1)
+                yield Occurrence((_keyed(scope, callee), f"call {callee}"), number, found.end(), -1)
         for found in _DEREF.finditer(line):
             receiver = found.group(1)
-            key_scope = scopes.enclosing_class(scope) if receiver.split(".")[0] in _SELF else scope
-            yield Occurrence((key_scope, receiver), number, found.end(), found.end() - 1)
+            key = (_keyed(scope, receiver), receiver)
+            yield Occurrence(key, number, found.end(), found.end() - 1)
+
+
+def _keyed(scope: Scope, chain: str) -> Scope:
+    """`self` and `cls` are the class's: keyed by it, whichever method they are used in."""
+    return scopes.enclosing_class(scope) if chain.split(".", 1)[0] in _SELF else scope
 
 
 class Analyser:
@@ -137,7 +148,7 @@ class Analyser:
                 continue
             members = Members(shared.setdefault(members.names, members.names), members.complete)
             table.members[occurrence.key] = members
-            first = occurrence.key[1].split(".", 1)[0]
+            first = occurrence.key[1].removeprefix("call ").split(".", 1)[0]
             if occurrence.key[0] and first in module_names and first not in _SELF:
                 table.members.setdefault(((), occurrence.key[1]), members)
         else:
@@ -175,7 +186,10 @@ def _module_level_names(script: object) -> set[str]:
 
 
 def _members(script: object, occurrence: Occurrence) -> Members | None:
-    """Jedi's completions at the occurrence and whether they are all there is."""
+    """Jedi's completions at the occurrence and whether they are all there is (a call: the
+    names its keyword arguments may take, and whether no `**kwargs` takes others)."""
+    if occurrence.key[1].startswith("call "):
+        return _parameters(script, occurrence)
     try:
         found = script.complete(occurrence.line, occurrence.column)  # type: ignore[attr-defined]
         names = frozenset(c.name for c in found if c.type != "keyword")
@@ -185,6 +199,23 @@ def _members(script: object, occurrence: Occurrence) -> Members | None:
     except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
         return None
     return Members(names, bool(inferred) and "__getattr__" not in names and _in_source(inferred))
+
+
+def _parameters(script: object, occurrence: Occurrence) -> Members | None:
+    try:
+        found = script.get_signatures(occurrence.line, occurrence.column)  # type: ignore[attr-defined]
+        kinds = [(p.name, p.kind) for signature in found for p in signature.params]
+    except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
+        return None
+    names = frozenset(
+        name
+        for name, kind in kinds
+        if kind in (Parameter.POSITIONAL_OR_KEYWORD, Parameter.KEYWORD_ONLY)
+    )
+    if not found or not names:
+        return None
+    in_source = all(str(s.module_path or "").endswith(".py") for s in found)
+    return Members(names, in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds))
 
 
 def _in_source(inferred: list[object]) -> bool:

@@ -75,7 +75,7 @@ class Monitor:
         members, point = found if (found := self._members(out)) is not None else (None, None)
         if members is None or point is None or not members.complete or limit <= 0:
             return []
-        if not point.written and point.kind == "member":
+        if point.kind == "keyword" or (not point.written and point.kind == "member"):
             return []  # (at the `.` every member is open: nothing is sure)
         left = [n for n in members.names if n.startswith(point.written)]
         if len(left) != 1 or left[0] == point.written:
@@ -104,12 +104,15 @@ class Monitor:
         cut = generated.rfind("\n")
         line = self._line + generated if cut < 0 else generated[cut + 1 :]
         point = trigger.find(line)
-        if point is None:
-            return None
-        if point.kind == "member" and point.statement_start and self._defining(point):
-            return None
-        key = point.receiver if point.kind == "member" else f"from {point.receiver}"
-        return self.table.lookup(self.scope, key), point
+        if point is not None and not (point.statement_start and self._defining(point)):
+            prefix = "from " if point.kind == "import" else ""
+            members = self.table.lookup(self.scope, prefix + point.receiver)
+            if members is not None or point.sep != ".":
+                return members, point
+        call = trigger.find_keyword(line)
+        if call is not None:
+            return self.table.lookup(self.scope, f"call {call.receiver}"), call
+        return (None, point) if point is not None and point.sep != "." else None
 
     def _defining(self, point: trigger.Trigger) -> bool:
         """`self.` opening a statement where attributes are made: maybe a new one's target."""
@@ -121,7 +124,10 @@ class Monitor:
         key = (id(members), point.written, point.sep)
         keep = self._masks.get(key)
         if keep is None:
-            keep = self.names.allowed(point.written, members.names, sep=point.sep)
+            if point.kind == "keyword":
+                keep = self.names.keyword_allowed(point.written, members.names)
+            else:
+                keep = self.names.allowed(point.written, members.names, sep=point.sep)
             self._masks[key] = keep
             if len(self._masks) > 64:
                 self._masks.popitem(last=False)

@@ -66,6 +66,7 @@ class NameTokens:
         self.pieces = list(pieces)
         self.size = len(self.pieces)
         self.by_text: dict[str, int] = {}  # a token writing each text (the lowest id)
+        assign: defaultdict[str, list[int]] = defaultdict(list)  # run + "=" (not "==")
         self.plain = _Keyed()  # every token
         self.after_sep = {sep: _Keyed() for sep in SEPARATORS}  # tokens opening with sep
         self.opens_with = {sep: np.zeros(self.size, dtype=bool) for sep in SEPARATORS}
@@ -77,6 +78,9 @@ class NameTokens:
                 text = "\ufffd"  # (a part of a character: never part of an ASCII name)
             self.plain.add(token, text)
             self.by_text.setdefault(text, token)
+            run = name_run(text)
+            if text[run : run + 1] == "=" and text[run + 1 : run + 2] != "=":
+                assign[text[:run]].append(token)
             sep = text[:1]
             if sep in self.after_sep:
                 self.opens_with[sep][token] = True
@@ -85,6 +89,7 @@ class NameTokens:
                 elif text[1:2] and is_name_char(text[1]):
                     self.after_sep[sep].add(token, text[1:])
         self.plain.freeze()
+        self.assign = {k: np.asarray(v, dtype=np.int64) for k, v in assign.items()}
         for keyed in self.after_sep.values():
             keyed.freeze()
 
@@ -104,6 +109,15 @@ class NameTokens:
         for name in names:
             if name.startswith(written):
                 _mark(keep, self.plain, name[len(written) :])
+        return keep
+
+    def keyword_allowed(self, written: str, names: frozenset[str]) -> np.ndarray:
+        """In a call, after the bare name `written` (maybe empty): every token but those that
+        end a name the call does not take with `=` (a positional argument stays free)."""
+        keep = np.ones(self.size, dtype=bool)
+        for run, tokens in self.assign.items():
+            if written + run not in names:
+                keep[tokens] = False
         return keep
 
     def spell(self, text: str, *, longest: int = 32) -> list[int]:

@@ -6,6 +6,9 @@ Two trigger points (Python):
 - an import: `from module import name` (and each name after a comma); before the blank after
   `import` is written, only tokens opening with a blank are constrained.
 
+- a keyword argument: `call(..., name` with `call` a chain of names; only tokens that end the
+  name with `=` are constrained (to names the call takes): a positional argument is free.
+
 Nothing triggers inside a string or a comment (on the line; a triple-quoted string spanning
 lines is the caller's to know), after a receiver that is a call or a subscript (`f().`, `x[0].`:
 no chain of names), or on a number. Whether the receiver resolves is the analysis's to say.
@@ -59,6 +62,46 @@ def find(line: str) -> Trigger | None:
         return None
     written = found.group(2) if not sep else ""
     return Trigger("member", receiver, written, sep, not line[: found.start()].strip())
+
+
+def find_keyword(line: str) -> Trigger | None:
+    """The argument being written in a call left open on `line`, if it is a bare name so far:
+    Trigger("keyword", callee, the name so far, "")."""
+    if _open_string_or_comment(line):
+        return None
+    opened = _last_open_paren(line)
+    if opened < 0:
+        return None
+    callee = _RECEIVER.search(line, 0, opened)
+    if callee is None or callee.group(1).split(".", 1)[0] in _KEYWORDS:
+        return None
+    if _after_def(line, callee.start()):
+        return None  # (a definition's parameters, a class's bases)
+    argument = _ARGUMENT.search(line[opened + 1 :])
+    if argument is None:
+        return None
+    return Trigger("keyword", callee.group(1), argument.group(1), "")
+
+
+_ARGUMENT = re.compile(r"(?:^|,)\s*([A-Za-z_]\w*|)$")
+
+
+def _last_open_paren(line: str) -> int:
+    """Where the innermost bracket still open at the end of `line` is, if it is a `(`; -1 if
+    none is or another is (quoted text skipped)."""
+    stack: list[int] = []
+    quote = ""
+    for i, c in enumerate(line):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "'\"":
+            quote = c
+        elif c in "([{":
+            stack.append(i)
+        elif c in ")]}" and stack:
+            stack.pop()
+    return stack[-1] if stack and line[stack[-1]] == "(" else -1
 
 
 def _after_def(line: str, at: int) -> bool:
