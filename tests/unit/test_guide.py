@@ -178,3 +178,16 @@ def test_a_keyword_the_call_does_not_take_cannot_be_written():
     row = m.guide(np.zeros(len(vocab), dtype=np.float32), [0])  # "ti"
     allowed = [vocab[i] for i in np.flatnonzero(np.isfinite(row))]
     assert b"meout=" in allowed and b"=" not in allowed and b"==" in allowed  # (`ti == x`)
+
+
+def test_after_an_edit_only_new_receivers_and_those_near_the_cursor_are_asked_again():
+    text = "import os\n" + "x = 1\n" * 100 + "os.path.join('a')\n" + "y = 2\n" * 100 + "os.sep\n"
+    analyser = Analyser()
+    first = analyser.analyse(text, version=1, path=None, root=None, near_line=1)
+    far, near = first.members[((), "os.path")], first.members[((), "os")]
+    edited = text + "os.getcwd()\n"
+    second = analyser.analyse(
+        edited, version=2, path=None, root=None, near_line=len(text.split("\n")), earlier=first
+    )
+    assert second.members[((), "os.path")] is far  # (kept, not asked again)
+    assert second.members[((), "os")] is not near  # (near the cursor: asked again)

@@ -33,6 +33,7 @@ Key = tuple[Scope, str]
 # Jedi's inference keeps process-wide state and is not safe from two threads at once (two
 # engines in one process, a benchmark's and a test's): one analysis at a time
 _JEDI = threading.Lock()
+NEAR = 40  # lines either side of the cursor whose receivers are asked again after an edit
 
 
 @dataclass(frozen=True)
@@ -160,15 +161,18 @@ class Analyser:
         return table
 
     def _order(self, text: str, near_line: int, earlier: Table | None) -> list[Occurrence]:
-        """One occurrence per key: new keys first, then by distance from `near_line`."""
+        """One occurrence per key: new keys first, then by distance from `near_line`. After an
+        edit (an earlier table), a key it answered is asked again only near `near_line` (where
+        the person works): typing does not re-analyse the whole file at every pause."""
         first: dict[Key, Occurrence] = {}
         for occurrence in occurrences(text):
             held = first.get(occurrence.key)
             if held is None or abs(occurrence.line - near_line) < abs(held.line - near_line):
                 first[occurrence.key] = occurrence
         known = earlier.members if earlier is not None else {}
-        ordered = sorted(first.values(), key=lambda o: (o.key in known, abs(o.line - near_line)))
-        return ordered[: self.max_receivers]
+        todo = [o for o in first.values() if o.key not in known or abs(o.line - near_line) <= NEAR]
+        todo.sort(key=lambda o: (o.key in known, abs(o.line - near_line)))
+        return todo[: self.max_receivers]
 
     def _project(self, jedi: object, root: str | None) -> object | None:
         if root is None:
