@@ -149,6 +149,7 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     set_variant(engine, "on")
     uri = Path(case.path).as_uri()
     analyses = engine.stores.analyses
+    analyses.asked_at(uri, case.line)  # (where the person writes: analysed first)
     engine.document_changed(uri, case.document)
     if not analyses.wait(uri, 120):
         return None

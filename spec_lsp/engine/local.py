@@ -241,7 +241,7 @@ class LocalStage:
         analyses = self.stores.analyses
         if not (self.settings.guide and analyses.enabled and analyses.watches(request.document_id)):
             return None
-        analyses.asked_at(request.document_id, request.prefix.count("\n"))
+        analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
         table = analyses.table(request.document_id)
         if table is None:
             stats.guide_unprepared = 1

@@ -25,6 +25,19 @@ PYTHON = (".py", ".pyi")
 SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
 
 
+def _common(a: str, b: str) -> int:
+    """The length of the common prefix of two texts."""
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    while lo < hi:  # (halving: C-speed comparisons of slices)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 class Analyses:
     def __init__(self) -> None:
         self.enabled = False  # (the `guide` setting; the texts are kept either way)
@@ -55,8 +68,10 @@ class Analyses:
         if not document_path(document_id).endswith(PYTHON):
             return
         with self._lock:
-            version = self._texts.get(document_id, (0, ""))[0] + 1
-            self._texts[document_id] = (version, text)
+            version, old = self._texts.get(document_id, (0, ""))
+            if old:  # (where it changed: analysed first)
+                self._near[document_id] = old[: _common(old, text)].count("\n") + 1
+            self._texts[document_id] = (version + 1, text)
             if self.enabled:
                 self._queue(document_id)
 
