@@ -191,3 +191,12 @@ def test_after_an_edit_only_new_receivers_and_those_near_the_cursor_are_asked_ag
     )
     assert second.members[((), "os.path")] is far  # (kept, not asked again)
     assert second.members[((), "os")] is not near  # (near the cursor: asked again)
+
+
+def test_a_signature_spread_over_lines_is_still_the_scope():
+    text = (
+        "class Environment:\n    def __init__(\n        self,\n        block_start: str = '{%',\n"
+        "    ) -> None:\n        self."
+    )
+    assert scopes.at_end(text) == ("class Environment", "def __init__")
+    assert list(scopes.each_line(text.split("\n")))[-1] == ("class Environment", "def __init__")

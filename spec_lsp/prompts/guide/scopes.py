@@ -19,8 +19,10 @@ def _indent(line: str) -> int:
 
 
 def _code(line: str) -> bool:
+    """A line that opens a statement: not blank, not a comment, not the closing bracket of a
+    header or call spread over lines (`    ) -> None:`)."""
     stripped = line.strip()
-    return bool(stripped) and not stripped.startswith("#")
+    return bool(stripped) and stripped[0] not in "#)]}"
 
 
 def each_line(lines: list[str]) -> Iterator[Scope]:
