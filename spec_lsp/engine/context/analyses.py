@@ -57,12 +57,13 @@ class Analyses:
 
     # -- what the editor says (instant) -------------------------------------------------------
     def set_enabled(self, on: bool) -> None:
-        """The `guide` setting: turned on, the open documents are analysed."""
+        """The `guide` setting: turned on, the open documents not analysed yet are."""
         with self._lock:
             self.enabled = on
-            if on:
+            if on:  # (those analysed already are not again: any setting changed calls this)
                 for document in self._texts:
-                    self._queue(document)
+                    if not self._current_locked(document):
+                        self._queue(document)
 
     def document_changed(self, document_id: str, text: str) -> None:
         if not document_path(document_id).endswith(PYTHON):

@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from inspect import Parameter
 from pathlib import Path
 
+# (imported with the engine, on the thread that loads it: Python 3.11 compiling modules on two
+# threads at once can fail with "AST constructor recursion depth mismatch")
+import jedi
+
 from spec_lsp.prompts.guide import scopes
 from spec_lsp.prompts.guide.scopes import Scope
 
@@ -107,7 +111,7 @@ class Analyser:
 
     def __init__(self, *, budget_seconds: float = 20.0, max_receivers: int = 400) -> None:
         self.budget_seconds, self.max_receivers = budget_seconds, max_receivers
-        self._projects: dict[str, object] = {}
+        self._projects: dict[str, jedi.Project] = {}
 
     def analyse(
         self,
@@ -133,10 +137,8 @@ class Analyser:
         earlier: Table | None,
         cancelled: Callable[[], bool],
     ) -> Table:
-        import jedi  # (imported on the analysis thread: ~0.3 s, never on a request's way)
-
         started = time.perf_counter()
-        script = jedi.Script(code=text, path=path, project=self._project(jedi, root))
+        script = jedi.Script(code=text, path=path, project=self._project(root))
         table = Table(version)
         todo = self._order(text, near_line, earlier)
         module_names = _module_level_names(script)
@@ -174,11 +176,11 @@ class Analyser:
         todo.sort(key=lambda o: (o.key in known, abs(o.line - near_line)))
         return todo[: self.max_receivers]
 
-    def _project(self, jedi: object, root: str | None) -> object | None:
+    def _project(self, root: str | None) -> jedi.Project | None:
         if root is None:
             return None
         if root not in self._projects:
-            self._projects[root] = jedi.Project(path=root)  # type: ignore[attr-defined]
+            self._projects[root] = jedi.Project(path=root)
         return self._projects[root]
 
 
