@@ -58,6 +58,7 @@ class Scheduler:
         self.debounce_s = debounce_s
         self.closed = False
         self.counts: Counter[str] = Counter()
+        self.follow_on: Counter[str] = Counter()  # precomputes started, rests stopped
         self.latencies: deque[float] = deque(maxlen=1000)
         self.queue_waits: deque[float] = deque(maxlen=1000)  # from queued to the worker starting
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spec-lsp-engine")
@@ -368,6 +369,7 @@ class Scheduler:
         self._background.cancel("a newer suggestion")
         self._stop_idle("a newer suggestion")
         token = self._background = CancelToken()
+        self.follow_on["precomputes"] += 1
 
         def job() -> None:
             if token.cancelled:
@@ -380,6 +382,15 @@ class Scheduler:
                 log.exception("precompute crashed")
 
         self._submit(job).add_done_callback(self._idle_after)
+
+    def stop_rest(self, document: str) -> None:
+        """The answer to the document's last request was hidden: the rest of its generation,
+        going on in the background (answered early), stops, unless a newer request waits on
+        it (typed into it). Its end lets the idle work run again."""
+        job = self._jobs.get(document)
+        if job is not None and not job[0].done() and not self._live.get(document):
+            job[1].cancel("its suggestion was hidden")
+            self.follow_on["rests_stopped"] += 1
 
     def prewarm(self, request: CompletionRequest) -> None:
         """After an edit: once nothing has happened for PREWARM_DELAY_S (no newer edit, no
@@ -453,10 +464,11 @@ class Scheduler:
         not_ready + cancelled; errors counts engine crashes, answered empty), the latency
         of the answers that count (not the not-ready or superseded ones), and the work pending:
         requests not yet answered, generations running, jobs queued for the worker (all 0 when
-        idle); and whether the idle work (evaluating while the person reads) runs now."""
+        idle); the work that followed shown suggestions (showing.py decides); and whether the idle work (evaluating while the person reads) runs now."""
         latencies = sorted(self.latencies)
         return {
             "server_requests": dict(self.counts),
+            "follow_on": {"precomputes": 0, "rests_stopped": 0, **self.follow_on},
             "idle_work_running": self._growing,
             "pending": {
                 "requests": sum(len(live) for live in self._live.values()),
