@@ -10,7 +10,8 @@ After a suggestion is shown at a place, the next changes there tell its fate:
   the keys typed within its debounce as several changes of one notification) tells `changed`
   how many keys the notification held;
 - rejected: something else typed, an edit elsewhere, or a request at another place (the cursor
-  moved away).
+  moved away; unless it moved over a closing bracket the editor had put after it, which is the
+  suggestion's next character: typed over, a key typed along).
 A request at the very place shown (asked again, VS Code's cycling) ends nothing: the answer there
 is the same suggestion, or, if it differs with nothing typed yet, the old one was replaced
 (`replaced`, no outcome: the person never judged it). Escape sends nothing: what follows tells.
@@ -38,6 +39,7 @@ HISTORY = 8  # outcomes kept per document (the confidence reads the latest)
 KEPT_MAX = 256  # accepted texts waiting for their retention checks
 NEEDLE_MAX = 120  # characters of an accepted text compared (the check's cost: needle x window)
 WINDOW = 600  # characters either side of its place searched (edits above move it)
+PAIRS = ("()", "[]", "{}", '""', "''", "``")  # what an editor's auto-close inserts for one key
 
 
 @dataclass
@@ -130,9 +132,32 @@ class Acceptance:
         """A new request for the document: at the place being typed through, or at the very
         place shown (asked again, cycled), nothing ends; elsewhere, the cursor moved away."""
         shown = self.pending.get(document)
-        if shown is None or shown.at_typed_place(before, after):
+        if (
+            shown is None
+            or shown.at_typed_place(before, after)
+            or self._typed_over(shown, before, after)
+        ):
             return
         self._end(shown, "typed_through" if shown.typed else "rejected")
+
+    def _typed_over(self, shown: Shown, before: str, after: str) -> bool:
+        """Whether the cursor moved on over characters after it that are the suggestion's
+        next ones, the text unchanged: a closing bracket or quote the editor had put there
+        itself (VS Code's auto-close), typed over. A key typed along it."""
+        k = len(before) - len(shown.before) - shown.progress
+        done = shown.progress + k
+        if not (
+            k > 0
+            and shown.after[:k] == shown.text[shown.progress : done]
+            and before.startswith(shown.before)
+            and before.endswith(shown.text[:done])
+            and after == shown.after[k:]
+        ):
+            return False
+        shown.progress, shown.typed, shown.after = done, shown.typed + 1, after
+        if done == len(shown.text):
+            self._end(shown, "typed_through")
+        return True
 
     def changed(self, document: str, text: str, keys: int = 0) -> None:
         """The document's text after an edit; `keys`: how many keys the client's notification
@@ -147,6 +172,9 @@ class Acceptance:
         inserted = text[head:tail]
         step = len(inserted) - shown.progress  # what this change added at the place
         added = inserted[shown.progress :] if step > 0 else ""
+        if added in PAIRS and shown.text[shown.progress : shown.progress + 1] == added[0]:
+            # the suggestion's next character typed, and the editor closed it after the cursor
+            shown.after, inserted, step, added = added[1] + shown.after, inserted[:-1], 1, added[0]
         typing = step > 0 and (keys > 0 or is_key(added))  # (else a part inserted at once)
         if inserted.startswith(shown.text):
             whole = typing and len(inserted) == len(shown.text)

@@ -83,10 +83,14 @@ class SpecLanguageServer(LanguageServer):
     ) -> Verdict:
         """What is shown of the answer to `request`, and the work that follows it (showing.py:
         the one place that decides)."""
-        still_open = self.workspace.text_documents.get(unquote(request.document_id)) is not None
-        threshold = self.settings.gate_threshold
+        document = self.workspace.text_documents.get(unquote(request.document_id))
         return self.showing.decide(
-            request, completion, invoked=invoked, threshold=threshold, still_open=still_open
+            request,
+            completion,
+            invoked=invoked,
+            threshold=self.settings.gate_threshold,
+            still_open=document is not None,
+            stale=document is not None and (document.version or 0) != request.version,
         )
 
     def _wake_for_retention(self, due: float) -> None:
@@ -209,9 +213,8 @@ class SpecLanguageServer(LanguageServer):
         else:
             engine.settings = settings
             engine.load(progress=report)
-        if engine.needs_profile:
-            report("measuring this machine's costs")
-            engine.ensure_profile()
+        # (this machine's cost profile, if not measured yet: idle work, after the load; plain
+        # decoding needs none, so the first requests are answered meanwhile)
 
     # -- model files replaced on disk: reload ----------------------------------------------------
     def _watch_models(self, settings: Settings) -> None:

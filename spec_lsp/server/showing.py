@@ -14,6 +14,9 @@ A suggestion's way to the screen, in order; each step names the module that does
    ran out, with what is ready up to a word boundary. An Invoked one is never cut mid-line.
 4. The verdict, here (`Showing.decide`), in this order:
    - `empty`: no text (the model said nothing that fits, or the request was superseded);
+   - `stale`: the document changed while it was computed (the editor has cancelled the
+     request or drops the answer: VS Code sends $/cancelRequest and the next key at once):
+     answered empty, not counted as shown;
    - `invoked`: the person asked (Invoked): shown whatever its confidence;
    - `on_screen`: the rest of the suggestion on screen that the person types along, or it again
      where it stands (acceptance.continues; the rest may have grown: an early answer's next
@@ -48,7 +51,7 @@ SHOWN = ("invoked", "on_screen", "confident", "gate_off")  # the verdicts that s
 class Verdict:
     completion: Completion | None  # what to answer with (None: nothing shown)
     number: int | None  # the suggestion's number (the item's command argument)
-    why: str  # empty | invoked | on_screen | confident | gate_off | hidden
+    why: str  # empty | stale | invoked | on_screen | confident | gate_off | hidden
     score: float | None = None  # the gate's, where it assessed the suggestion
     precompute: bool = False  # compute the suggestion that follows it, as if accepted
     stop_rest: bool = False  # stop its generation going on in the background
@@ -73,10 +76,15 @@ class Showing:
         invoked: bool,
         threshold: float,
         still_open: bool = True,
+        stale: bool = False,
     ) -> Verdict:
         """The verdict on `completion`, the answer to `request` (`invoked`: the person asked;
-        `threshold`: the gate's for Automatic answers; `still_open`: the document is open)."""
-        verdict = self._verdict(request, completion, invoked=invoked, threshold=threshold)
+        `threshold`: the gate's for Automatic answers; `still_open`: the document is open;
+        `stale`: it changed since the request)."""
+        if stale and completion is not None and completion.text:
+            verdict = Verdict(None, None, "stale")
+        else:
+            verdict = self._verdict(request, completion, invoked=invoked, threshold=threshold)
         if verdict.shown and verdict.completion is not None:
             number = self.acceptance.shown(
                 request.document_id, request.prefix, request.suffix, verdict.completion.text

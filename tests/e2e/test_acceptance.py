@@ -172,3 +172,49 @@ async def test_a_hidden_suggestion_costs_no_follow_on_work(precomputing):
     assert (await inline(client, 2, 6, uri="file:///work/shown.py", kind=INVOKED)).items
     await settled(client)
     assert (await stats(client)).follow_on.precomputes == 1
+
+
+def changes(client: LanguageClient, uri: str, version: int, *edits: tuple[int, int, str]) -> None:
+    """One didChange of several insertions (line, character, text), as Neovim batches keys."""
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(line, char), lsp.Position(line, char)), text=text
+                )
+                for line, char, text in edits
+            ],
+        )
+    )
+
+
+async def test_two_keys_batched_in_one_notification_are_typed_through(client):
+    uri = "file:///work/batched.py"
+    await shown(client, uri)  # "o(x):"
+    changes(client, uri, 2, (2, 6, "o"), (2, 7, "("))  # within Neovim's debounce
+    edit(client, (2, 8), (2, 8), "Z", version=3, uri=uri)  # then something else
+    numbers = await poll(client, lambda s: s.acceptance.typed_through == 1)
+    assert numbers.acceptance.partial == 0 and numbers.acceptance.rejected == 0
+
+
+async def test_enter_with_auto_indent_before_a_suggested_body_is_not_an_accept(client):
+    uri = "file:///work/enter.py"
+    open_doc(client, "import os\n\ndef foo(x):\n", uri=uri)
+    item = (await inline(client, 2, 11, uri=uri)).items[0]
+    assert item.insert_text.startswith("\n    return")
+    edit(client, (2, 11), (2, 11), "\n    ", version=2, uri=uri)  # Enter: the indent with it
+    edit(client, (3, 4), (3, 4), "Z", version=3, uri=uri)
+    numbers = await poll(client, lambda s: s.acceptance.typed_through == 1)
+    assert numbers.acceptance.partial == 0 and numbers.acceptance.accepted == 0
+
+
+async def test_asking_again_where_a_suggestion_stands_is_not_a_reject(client):
+    """Cycling (VS Code's Alt+]: an Invoked request at the same place) or asking again."""
+    uri = "file:///work/cycle.py"
+    item = await shown(client, uri)
+    again = (await inline(client, 2, 6, uri=uri, kind=INVOKED)).items[0]
+    assert again.insert_text == item.insert_text
+    edit(client, (2, 6), (2, 6), item.insert_text, version=2, uri=uri)  # Tab
+    numbers = await poll(client, lambda s: s.acceptance.accepted == 1)
+    assert numbers.acceptance.rejected == 0 and numbers.acceptance.shown == 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ GHOST_TIMEOUT = float(os.environ.get("SPEC_LSP_E2E_TIMEOUT", "420" if REAL else 
 # A test waits up to GHOST_TIMEOUT for each of the load, the ghost text, the next line's and the
 # server's timing line; its own waits say which step it was, before the per-test timeout.
 pytestmark = [e2e, pytest.mark.timeout(4 * GHOST_TIMEOUT + 120)]
+RECORDER = Path(__file__).with_name("lsp_recorder.py")
 SHOTS = Path(os.environ.get("SPEC_LSP_E2E_OUT", EDITORS / ".cache" / "e2e-out"))
 
 # id: (document before typing, keys typed in insert mode at its end, expected first ghost line)
@@ -77,15 +79,19 @@ def nvim_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     pynvim = pytest.importorskip("pynvim")
     started = []
 
-    def start(binary: Path, native: bool | None):
+    def start(binary: Path, native: bool | None, record: Path | None = None):
+        """`record`: the messages between Neovim and the server go there (lsp_recorder)."""
         if not binary.exists():
             pytest.skip(f"{binary} not installed (run editors/scripts/setup-neovim.sh)")
         log = tmp_path / "server.log"
         init = tmp_path / "init.lua"
+        command = server_command(log)
+        if record is not None:
+            command = [sys.executable, str(RECORDER), str(record), "--", *command]
         init.write_text(
             INIT_LUA.format(
                 plugin=str(EDITORS / "neovim"),
-                cmd=json.dumps(server_command(log)),
+                cmd=json.dumps(command),
                 native="nil" if native is None else str(native).lower(),
             )
         )

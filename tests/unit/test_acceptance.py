@@ -167,3 +167,21 @@ def test_edit_distance_within_a_stretch() -> None:
     assert distance_in("kitten", "the sitting cat") == 2
     assert still_there("return a + b", "def f(a, b):\n    return a+b\n", 17)
     assert not still_there("return a + b", "def f(a, b):\n    pass\n", 17)
+
+
+def test_an_auto_closed_bracket_and_typing_over_it_are_keys_typed_along() -> None:
+    """VS Code's auto-close: `(` inserts `()` in one change, the cursor between; typing `)`
+    then moves over it, the text unchanged (the next request says where the cursor is)."""
+    acceptance = Acceptance(clock=Clock())
+    before, after = "def foo", "\n"
+    acceptance.shown(DOC, before, after, "(x):")
+    acceptance.changed(DOC, before + "()" + after)
+    assert acceptance.pending[DOC].progress == 1 and acceptance.pending[DOC].after == ")\n"
+    acceptance.asked(DOC, before + "(", ")" + after)
+    acceptance.changed(DOC, before + "(x)" + after)
+    acceptance.asked(DOC, before + "(x", ")" + after)
+    acceptance.changed(DOC, before + "(x)" + after)  # `)` typed over: the same text
+    acceptance.asked(DOC, before + "(x)", after)
+    assert acceptance.pending[DOC].progress == 3 and acceptance.pending[DOC].typed == 3
+    acceptance.changed(DOC, before + "(x):" + after)
+    assert outcomes(acceptance) == {"accepted": 0, "partial": 0, "typed_through": 1, "rejected": 0}
