@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from spec_lsp.engine.backends.base import ModelBackend, sync
 from spec_lsp.engine.drafters.base import Drafter, DraftRequest
@@ -32,23 +32,30 @@ def measure(
     sizes: Sequence[int] = BATCH_SIZES,
     repeats: int = 3,
     budget_seconds: float = 30.0,
-) -> CostProfile:
+    samples: dict[int, list[float]] | None = None,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> CostProfile | None:
     """Time target passes of n tokens after `context` (a realistic KV length), and the drafter.
 
     Stops adding larger batch sizes once `budget_seconds` is spent (slow models on slow CPUs).
-    The target's cache is restored to `context` afterwards.
+    The target's cache is restored to `context` afterwards. `cancelled` is asked between passes:
+    then None, and `samples` (if given) keeps the passes timed so far for the next call to go
+    on from (the server measures in idle time, and a request stops it).
     """
     sync(target, context)
     filler = list(context[-64:]) * 2
-    samples: dict[int, list[float]] = {n: [] for n in sizes}
+    samples = samples if samples is not None else {}
     started = time.perf_counter()
     for n in sizes:
         # back to back: llama.cpp reuses its compute graph while the batch shape repeats, as it
         # mostly does between decode rounds; the first call of a new shape pays a rebuild
-        for _ in range(repeats + 1 if n <= 8 else 2):
+        times = samples.setdefault(n, [])
+        for _ in range(len(times), repeats + 1 if n <= 8 else 2):
+            if cancelled():
+                return None
             t = time.perf_counter()
             target.evaluate(filler[:n], logits_from=0)
-            samples[n].append(time.perf_counter() - t)
+            times.append(time.perf_counter() - t)
             target.truncate(len(context))
         if time.perf_counter() - started > budget_seconds and len(samples) >= 4:
             break

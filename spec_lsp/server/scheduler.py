@@ -97,6 +97,7 @@ class Scheduler:
         finally:
             self.loading -= 1
             self.first_load = False
+            self._idle_soon()  # (a model loaded: its cost profile may be to measure)
 
     def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
         """executor.submit, counting the job as queued until it finishes or is cancelled."""
