@@ -61,10 +61,11 @@ def keep(records: list[dict[str, Any]], uri: str) -> list[dict[str, Any]]:
 def save(name: str, *, editor: str, keys: str, records_file: Path, uri: str) -> Path:
     """Write the fixture `name` from a recording; returns its path."""
     records = [json.loads(line) for line in records_file.read_text().splitlines() if line]
-    fixture = {"editor": editor, "keys": keys, "messages": keep(records, uri)}
+    messages = ",\n".join(json.dumps(message) for message in keep(records, uri))
+    head = json.dumps({"editor": editor, "keys": keys})[:-1]  # (one message a line)
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{name}.json"
-    path.write_text(json.dumps(fixture, indent=1) + "\n")
+    path.write_text(f'{head}, "messages": [\n{messages}\n]}}\n')
     return path
 
 

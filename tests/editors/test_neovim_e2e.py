@@ -95,7 +95,8 @@ def nvim_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                 native="nil" if native is None else str(native).lower(),
             )
         )
-        # Neovim's own files (log, state) go to tmp; XDG_CACHE_HOME stays: the models live there.
+        # Neovim's own files (log, state) go to tmp; XDG_CACHE_HOME is the run's fresh one
+        # (tests/conftest.py: no cost profile, models through SPEC_LSP_MODELS_DIR).
         for kind in ("CONFIG", "DATA", "STATE"):
             monkeypatch.setenv(f"XDG_{kind}_HOME", str(tmp_path / kind.lower()))
         nv = pynvim.attach(

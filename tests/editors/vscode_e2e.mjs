@@ -127,12 +127,22 @@ function setUp() {
   return { dirs, serverLog };
 }
 
+// The models the machine has pulled (the one thing shared with it: everything else spec-lsp
+// keeps, cost profiles and probe verdicts, starts empty, as on a fresh machine)
+const MODELS_DIR = process.env.SPEC_LSP_MODELS_DIR
+  ?? path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'spec-lsp', 'models');
+
 function codeServerEnv(dirs) {
-  return {
+  const env = {
     ...process.env,
     XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'),
     XDG_DATA_HOME: path.join(dirs.xdg, 'data'),
+    XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'),
+    SPEC_LSP_MODELS_DIR: MODELS_DIR,
   };
+  delete env.SPEC_LSP_PROFILE_DIR;
+  delete env.SPEC_LSP_PROBE_DIR;
+  return env;
 }
 
 async function startCodeServer(dirs) {
