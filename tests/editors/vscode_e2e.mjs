@@ -360,8 +360,9 @@ async function recordSequences(page, dirs) {
       return page.locator('.quick-input-widget input').isVisible();
     }, 30_000, 1000);
     await page.keyboard.type(`seq-${name}.py`);
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: `seq-${name}.py` }).first().waitFor({ timeout: 20_000 });
-    await page.keyboard.press('Enter');
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: `seq-${name}.py` }).first();
+    await row.waitFor({ timeout: 20_000 });
+    await row.click(); // (Enter takes the row highlighted: a file opened recently may be it)
     await waitFor(`seq-${name}.py in the editor`, async () =>
       (await page.locator('.editor-group-container .tab.active').textContent())?.includes(`seq-${name}.py`), 20_000);
     await page.locator('.editor-group-container .monaco-editor .view-lines').click();
