@@ -78,6 +78,7 @@ class LocalStage:
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
         self.profile = cost_profile.load_cached(self.profile_key())
+        self._profile_samples = {}  # (another key's passes are no part of this one's)
         self.stores.sources.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
@@ -245,15 +246,13 @@ class LocalStage:
     def idle_work(self) -> bool:
         """This machine's cost profile to measure, the file prefix to evaluate further, its
         context block to choose, or the last place to prewarm with a new block."""
+        if self.needs_profile:
+            return True
         fp = self.stores.file_prefix
-        return (
-            self.needs_profile
-            or self.settings.cache
-            and (
-                fp.pending
-                or (fp.request is not None and self.stores.context.stale(self._focus()))
-                or fp.unwarmed() is not None
-            )
+        return self.settings.cache and (
+            fp.pending
+            or (fp.request is not None and self.stores.context.stale(self._focus()))
+            or fp.unwarmed() is not None
         )
 
     @property
