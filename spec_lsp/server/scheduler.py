@@ -5,7 +5,9 @@ Every request gets exactly one answer:
 - an empty answer when the model is not ready, or when a newer request for the same document
   supersedes it (it is the editor's keystroke, not a cancellation: the editor did not ask). A
   request the person asked for (Invoked) while the model loads waits for the load, at most
-  INVOKED_LOAD_WAIT_S; one the editor sent as they typed (Automatic) does not wait;
+  INVOKED_LOAD_WAIT_S, and so does one the editor sent as they typed (Automatic: the editor
+  does not ask again when the load ends; Neovim asks once per pause), the newest per document
+  only (an older one is answered empty);
 - pygls' RequestCancelled error after `$/cancelRequest`, which cancels the handler's task. A
   decode already running goes on for CANCEL_GRACE_S, in case the next keystroke's request typed
   into what it writes (VS Code cancels each key's request as it sends the next) and takes it
@@ -75,6 +77,7 @@ class Scheduler:
         self.first_load = True  # the load `initialized` starts has not ended yet
         self.held = False  # hold(): no background or idle work starts
         self._pending_prewarm: tuple[CompletionRequest, CancelToken] | None = None
+        self._waiting: dict[str, int] = {}  # per document: the newest request waiting for a load
         self._growing = False  # the idle work (engine.idle_step) is running
         engine.on_idle_work = self._wake
 
@@ -133,8 +136,14 @@ class Scheduler:
         return result
 
     async def _complete(self, request: CompletionRequest, invoked: bool) -> Outcome:
-        if self.closed or not (self.engine.ready or (invoked and await self._loaded())):
+        if self.closed:
             return None, "not_ready"
+        if not self.engine.ready:
+            if not (self.loading or self.first_load):  # (no load to wait for: it failed)
+                return None, "not_ready"
+            waited = await self._loaded(request.document_id)
+            if waited != "ready":
+                return None, waited
         cached = self.engine.peek(request)  # typed through a suggestion: answered at once
         if cached is not None:
             return cached, "typed_through"
@@ -308,16 +317,25 @@ class Scheduler:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(self._idle_soon)
 
-    async def _loaded(self) -> bool:
-        """Wait while a model loads (bounded); True if the engine is ready then."""
+    async def _loaded(self, document: str) -> str:
+        """Wait while a model loads (bounded): "ready" if the engine is ready then,
+        "superseded" if a newer request for the document came meanwhile, else "not_ready"."""
+        number = self._waiting[document] = self._waiting.get(document, 0) + 1
         deadline = time.monotonic() + INVOKED_LOAD_WAIT_S
-        while (
-            (self.loading or self.first_load)
-            and not self.engine.ready
-            and time.monotonic() < deadline
-        ):
-            await asyncio.sleep(0.05)
-        return self.engine.ready and not self.closed
+        try:
+            while (
+                (self.loading or self.first_load)
+                and not self.engine.ready
+                and time.monotonic() < deadline
+                and self._waiting[document] == number
+            ):
+                await asyncio.sleep(0.05)
+            if self._waiting[document] != number:
+                return "superseded"
+            return "ready" if self.engine.ready and not self.closed else "not_ready"
+        finally:
+            if self._waiting.get(document) == number:
+                del self._waiting[document]
 
     def _supersede(self, document: str, *, keep: Job | None) -> None:
         """Older requests for the document answer empty now; their generation stops at its next

@@ -181,7 +181,7 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
     )
     # The model loads in the background after `initialized`; an editor only asks while typing.
     t0 = time.monotonic()
-    wait_for("the model to load", lambda: stats(nv).get("models"), GHOST_TIMEOUT)
+    wait_for("the model to load", lambda: stats(nv).get("ready"), GHOST_TIMEOUT)
     load_s = time.monotonic() - t0
 
     nv.command("normal! G$")
@@ -276,7 +276,7 @@ def test_entering_a_buffer_moves_the_file_prefix_there(
         lambda: nv.exec_lua("local c = require('spec_lsp').client(0); return c and c.initialized"),
         30,
     )
-    wait_for("the model to load", lambda: stats(nv).get("models"), GHOST_TIMEOUT)
+    wait_for("the model to load", lambda: stats(nv).get("ready"), GHOST_TIMEOUT)
     # (the first file's didOpen may have come before the model was loaded: count from here)
     loaded = stats(nv)["file_prefix"]["focused"]
     nv.command(f"edit {second}")  # didOpen: the second takes it

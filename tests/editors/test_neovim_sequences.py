@@ -117,7 +117,7 @@ def test_an_action_on_a_suggestion_is_counted_as_it_was(
         lambda: nv.exec_lua("local c = require('spec_lsp').client(0); return c and c.initialized"),
         30,
     )
-    wait_for("the model to load", lambda: stats(nv).get("models"), 60)
+    wait_for("the model to load", lambda: stats(nv).get("ready"), 60)
     typed, act = ACTIONS[action]
     nv.command("normal! G$")
     nv.input("o")
