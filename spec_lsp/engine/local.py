@@ -276,7 +276,7 @@ class LocalStage:
         owner = states.owner
         if self.needs_profile:  # (requests meanwhile: the prior profile's costs)
             states.park(owner, target)  # (the measurement takes the live cache)
-            self._measure_profile(lambda: cancel.cancelled)
+            self._measure_profile(cancel)
             if self.needs_profile or not self.settings.cache:
                 return 0
         self._choose_block()  # (before the text: block and text are evaluated in one pass)
@@ -346,11 +346,11 @@ class LocalStage:
         """Measure this machine's costs unless a cached profile exists (seconds)."""
         if self.profile is None or remeasure:
             self._profile_samples = {}
-            self._measure_profile(lambda: False)
+            self._measure_profile(None)
         assert self.profile is not None
         return self.profile
 
-    def _measure_profile(self, cancelled: Callable[[], bool]) -> None:
+    def _measure_profile(self, abort: CancelToken | None) -> None:
         """Measure (or go on measuring) this machine's costs: the profile, once done, is kept
         and saved; a cancel leaves the passes timed so far for the next idle step."""
         target = self.loaded.target
@@ -361,7 +361,7 @@ class LocalStage:
             context=context,
             key=self.profile_key(),
             samples=self._profile_samples,
-            cancelled=cancelled,
+            abort=abort,
         )
         if profile is not None:
             self.profile, self._profile_samples = profile, {}
