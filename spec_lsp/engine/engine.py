@@ -319,6 +319,8 @@ class Engine:
         if sources is not None:
             data["draft_sources"] = sources
         data["workspace_documents"] = len(self.open_documents.documents())
+        # what drafting really yielded over plain rounds, per source and strength bucket
+        data["realized_yield"] = self.stores.ledger.report()
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
         data["memory"] = self.memory()

@@ -18,18 +18,31 @@ from spec_lsp.engine.policy.estimate import (
     AcceptanceEstimate,
 )
 from spec_lsp.engine.policy.profile import CostProfile
+from spec_lsp.engine.policy.realized import CONTINUATION, RealizedYield
 
 
 class DraftPolicy(Protocol):
     draft_max: int
 
     def choose_k(
-        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+        self,
+        strength: int | None = None,
+        catch_up: Callable[[], int] | None = None,
+        *,
+        source: str = "",
     ) -> int:
         """The draft length for this round; `strength`: the proposal's match strength when a
         lookup drafter proposed first (see `strength_bucket`); `catch_up`: counts the tokens a
         draft model must evaluate before it can draft, asked only when a probe is considered
-        (None: the drafter does not say)."""
+        (None: the drafter does not say); `source`: the drafter's name (what it really yielded
+        here is judged per source and strength)."""
+        ...
+
+    def observe_round(
+        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+    ) -> None:
+        """A round as it ran: `drafted` tokens from `source` (0: a plain round) committed
+        `tokens` in `seconds` of wall time (drafting, the target's pass, the loop)."""
         ...
 
     def certain_k(self) -> int:
@@ -61,9 +74,18 @@ class FixedPolicy:
         self.accepted = 0
 
     def choose_k(
-        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+        self,
+        strength: int | None = None,
+        catch_up: Callable[[], int] | None = None,
+        *,
+        source: str = "",
     ) -> int:
         return self.draft_max
+
+    def observe_round(
+        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+    ) -> None:
+        pass
 
     def shadow_k(self) -> int:
         return 0
@@ -123,8 +145,10 @@ class AdaptivePolicy:
         draft_min: int = 0,
         probe_every: int = 8,
         clock: Callable[[], float] = time.perf_counter,
+        ledger: RealizedYield | None = None,
     ) -> None:
         self.profile = profile
+        self.ledger = ledger  # what drafting really yielded here (None: predictions only)
         self._clock = clock
         # this round's probe, if it is one: (started, k, tokens the draft model caught up on)
         self._probe: tuple[float, int, int | None] | None = None
@@ -176,10 +200,17 @@ class AdaptivePolicy:
         return best if best and rates[best] > MARGIN * rates[0] else 0
 
     def choose_k(
-        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+        self,
+        strength: int | None = None,
+        catch_up: Callable[[], int] | None = None,
+        *,
+        source: str = "",
     ) -> int:
         k = self.best_k(strength=strength)
         self._probe = None
+        if k and self.ledger is not None and not self.ledger.allows(source, strength):
+            self._last_k = 0  # it loses here, whatever the prediction (a free one: shadows)
+            return 0
         if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
@@ -208,7 +239,10 @@ class AdaptivePolicy:
         return base + catch_up * p.catch_up_rate(p.draft_seconds_per_token)
 
     def certain_k(self) -> int:
-        """Continuation drafts (the last generation's tokens): near-certain and free."""
+        """Continuation drafts (the last generation's tokens): near-certain and free (0 where
+        they have been losing all the same: the person edits inside them)."""
+        if self.ledger is not None and not self.ledger.allows(CONTINUATION, None):
+            return 0
         return max(1, self.best_k(alpha=0.98, free=True))
 
     def _can_ever_pay(self) -> bool:
@@ -264,6 +298,17 @@ class AdaptivePolicy:
     def acceptance_estimate(self) -> float | None:
         return round(self.estimate.value, 4)
 
+    def observe_round(
+        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+    ) -> None:
+        if self.ledger is None:
+            return
+        if drafted == 0:
+            self.ledger.observe_plain(seconds)
+            return
+        plain = self.profile.verify(1) + self.profile.round_overhead
+        self.ledger.observe_drafting(source, strength, tokens, seconds, plain_seconds=plain)
+
     def observe_overhead(self, seconds: float) -> None:
         self.profile.observe_overhead(seconds)
 
@@ -278,7 +323,10 @@ class AdaptivePolicy:
 
 
 def make_policy(
-    settings: Any, profile: CostProfile | None, estimate: AcceptanceEstimate
+    settings: Any,
+    profile: CostProfile | None,
+    estimate: AcceptanceEstimate,
+    ledger: RealizedYield | None = None,
 ) -> DraftPolicy:
     if settings.draft_policy == "fixed":
         return FixedPolicy(settings.draft_max, p_min=settings.draft_p_min)
@@ -287,4 +335,5 @@ def make_policy(
         estimate=estimate,
         draft_max=settings.draft_max,
         draft_min=settings.draft_min,
+        ledger=ledger,
     )

@@ -1,0 +1,137 @@
+"""What drafting really yields on this machine, judged as it runs.
+
+The adaptive policy predicts a round's worth from its acceptance estimate and the cost profile;
+both can be wrong: the profile is measured once and other processes take the cores later, and
+the estimate starts from priors. This ledger keeps, per draft source (the drafter's name) and
+match-strength bucket, what drafting rounds really committed against what their seconds would
+have bought in plain rounds measured alongside them:
+
+    yield(source, bucket) = sum(tokens) / sum(seconds / plain_round_seconds)     (decayed)
+
+Plain decoding yields 1 by definition. Where a key's yield falls under 1 with enough evidence
+the key is benched: the policy drafts nothing for it (a free lookup is still scored by shadow
+drafts, at no cost) and probes it rarely, waiting twice as long after each probe that loses; a
+probe that pays puts the key back. So drafting stops where it loses, whatever the profile says,
+and comes back where it pays again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from spec_lsp.engine.policy.estimate import strength_bucket
+
+CONTINUATION = "continuation"  # the source name of drafts from the last generation's tokens
+DECAY = 0.9  # per drafting round of the key: the last ~10 rounds weigh most
+EVIDENCE = 2.5  # decayed drafting rounds before a key can be benched (about three rounds)
+PROBE_FIRST = 24  # rounds the key would have drafted before its first probe once benched
+PROBE_MAX = 384  # the longest wait: a probe that loses costs under 0.5% of the rounds between
+OUTLIER = 4.0  # a round is counted at most this many plain rounds (a burst of other load)
+PLAIN_WEIGHT = 0.2  # EWMA weight of a plain round's seconds
+
+
+@dataclass
+class Account:
+    """One key's decayed drafting evidence and its bench state."""
+
+    tokens: float = 0.0  # tokens its drafting rounds committed
+    plain: float = 0.0  # the plain rounds their seconds would have paid for
+    rounds: float = 0.0
+    benched: bool = False
+    wait: int = PROBE_FIRST  # rounds benched before the next probe
+    idle: int = 0  # rounds it would have drafted since it was benched or last probed
+    probing: bool = False
+    drafted_rounds: int = 0  # every drafting round (undecayed), for the statistics
+    probes: int = 0
+
+    @property
+    def value(self) -> float | None:
+        return self.tokens / self.plain if self.plain > 0 else None
+
+
+class RealizedYield:
+    """The ledger of drafting rounds against plain ones; one per engine (the machine's)."""
+
+    def __init__(self) -> None:
+        self.plain_seconds: float | None = None  # EWMA seconds of a plain round
+        self.accounts: dict[tuple[str, int | None], Account] = {}
+
+    def observe_plain(self, seconds: float) -> None:
+        old = self.plain_seconds
+        if old is not None:
+            seconds = min(seconds, OUTLIER * old)
+        self.plain_seconds = (
+            seconds if old is None else (1 - PLAIN_WEIGHT) * old + PLAIN_WEIGHT * seconds
+        )
+
+    def observe_drafting(
+        self,
+        source: str,
+        strength: int | None,
+        tokens: int,
+        seconds: float,
+        *,
+        plain_seconds: float | None = None,
+    ) -> None:
+        """A round that verified a draft from `source` committed `tokens` in `seconds`;
+        `plain_seconds`: a plain round's cost when none was measured yet (the profile's)."""
+        base = self.plain_seconds or plain_seconds
+        if base is None or base <= 0:
+            return
+        account = self._account(source, strength)
+        account.tokens = DECAY * account.tokens + tokens
+        account.plain = DECAY * account.plain + min(seconds / base, OUTLIER)
+        account.rounds = DECAY * account.rounds + 1.0
+        account.drafted_rounds += 1
+        if account.probing:  # a probe is judged on its own round: did it pay?
+            account.probing = False
+            if tokens * base >= seconds:
+                account.benched, account.wait = False, PROBE_FIRST
+                account.tokens, account.plain, account.rounds = tokens, seconds / base, 1.0
+            else:
+                account.wait = min(2 * account.wait, PROBE_MAX)
+            return
+        value = account.value
+        if account.rounds >= EVIDENCE and value is not None and value < 1.0:
+            account.benched = True
+            account.idle = 0
+
+    def allows(self, source: str, strength: int | None) -> bool:
+        """May `source` draft this round at this strength? A benched key waits its turn for a
+        probe (each call while benched is a round it would have drafted)."""
+        account = self.accounts.get((source, strength_bucket(strength)))
+        if account is None or not account.benched:
+            return True
+        account.idle += 1
+        if account.idle >= account.wait:
+            account.idle = 0
+            account.probing = True
+            account.probes += 1
+            return True
+        return False
+
+    def report(self) -> dict[str, dict[str, Any]]:
+        """Per key ("source/bucket"): its realized yield over plain, rounds, benched or not."""
+        return {
+            f"{source}/{'-' if bucket is None else bucket}": {
+                "yield": round(a.value, 3) if a.value is not None else None,
+                "rounds": a.drafted_rounds,
+                "benched": a.benched,
+                "probes": a.probes,
+            }
+            for (source, bucket), a in sorted(
+                self.accounts.items(), key=lambda item: (item[0][0], item[0][1] or -1)
+            )
+        }
+
+    def clear(self) -> None:
+        self.plain_seconds = None
+        self.accounts.clear()
+
+    def _account(self, source: str, strength: int | None) -> Account:
+        key = (source, strength_bucket(strength))
+        found = self.accounts.get(key)
+        if found is None:
+            found = self.accounts[key] = Account()
+        return found
