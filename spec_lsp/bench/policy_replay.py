@@ -143,6 +143,7 @@ def replay(
     job = DecodeJob(prompt, len(output), SamplingParams(), frozenset())
     rng = np.random.default_rng(0)
     c1 = profile.verify(1)
+    policy.begin(len(output))
     while len(out) < len(output):
         shadows = _score_shadows(shadows, out, policy)
         draft = _draft(
@@ -292,10 +293,11 @@ def main() -> int:
     parser.add_argument("--places", type=int, default=6, help="completions per file")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--curves", type=Path, default=CURVES, help="other machines' curves")
+    parser.add_argument("--data", type=Path, default=DATA, help="the collected completions")
     args = parser.parse_args()
-    if args.collect or not DATA.exists():
-        write_results(DATA, collect(args.files, args.places, args.seed))
-    data = read_results(DATA)
+    if args.collect or not args.data.exists():
+        write_results(args.data, collect(args.files, args.places, args.seed))
+    data = read_results(args.data)
     print(report(data, args.curves))
     if args.timed:
         print(timed(data))

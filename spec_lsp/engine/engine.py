@@ -104,6 +104,7 @@ class Engine:
         self.close()
         self.totals.engine = self.settings.engine
         stores, totals = self.stores, self.totals
+        stores.ledger.clear()  # what drafting yields is the models' (and the machine's)
         if self.settings.engine == "remote":
             self.stage = RemoteStage.open(
                 self.settings,

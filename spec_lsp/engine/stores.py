@@ -53,9 +53,9 @@ class Stores:
         self.context.document_closed(document_id)
 
     def clear(self) -> None:
-        """Drop every cached answer, state and estimate (settings or models changed)."""
+        """Drop every cached answer, state and estimate (settings or models changed); what
+        drafting really yields on this machine stays unless the models change (`ledger`)."""
         self.book.clear()
-        self.ledger.clear()
         self.suggestions.clear()
         self.states.clear()
         self.file_prefix.clear()

@@ -92,3 +92,32 @@ def test_a_losing_strength_stops_drafting_across_completions() -> None:
     assert max(ratios(None)) < 0.99
     judged = ratios(policy_replay.RealizedYield())
     assert min(judged[:3]) < 0.99 and min(judged[3:]) > 0.999
+
+
+def test_no_completion_loses_more_than_its_allowance(monkeypatch) -> None:
+    # a policy that trusts the lookup blindly, on curves from flat (a GPU) to steep (a CPU):
+    # its drafts may lose at most 2% of the completion's tokens beyond what they won
+    prompt, output = _wrong_copies()
+    curves = [
+        GPU_LIKE,
+        {1: 0.01, 2: 0.017, 4: 0.027, 8: 0.07, 16: 0.14},
+        {1: 1.0, 2: 1.69, 16: 1.9},
+    ]
+
+    def worst() -> float:
+        return min(
+            policy_replay.replay(
+                prompt,
+                output,
+                AdaptivePolicy(
+                    CostProfile(dict(curve)),
+                    estimate=AcceptanceEstimate(0.99, prior_weight=50.0),
+                    draft_max=16,
+                ),
+            )
+            for curve in curves
+        )
+
+    assert worst() >= 0.98
+    monkeypatch.setattr("spec_lsp.engine.policy.adaptive.ALLOWANCE", float("inf"))
+    assert worst() < 0.97

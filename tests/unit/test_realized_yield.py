@@ -106,12 +106,17 @@ def _decode(ledger: RealizedYield | None, policy_profile: CostProfile) -> Decode
 
 
 def test_the_loop_stops_drafting_that_loses_whatever_the_profile_says() -> None:
-    flat = {1: 0.004, 2: 0.0041, 4: 0.0042, 8: 0.0045}  # stale: batches look nearly free
-    without = _decode(None, CostProfile(dict(flat)))
-    with_ledger = _decode(RealizedYield(), CostProfile(dict(flat)))
-    drafting = [k for k in with_ledger.k_trace if k]
-    assert sum(1 for k in without.k_trace if k) > 10  # the prediction alone keeps drafting
-    assert len(drafting) <= 6  # the ledger benches it after a few losing rounds
+    """Each generation starts from the same stale profile (batches look nearly free) and an
+    estimate that trusts the lookup: alone, every generation drafts and loses its first round;
+    the ledger, kept across generations as the engine keeps it, benches the source."""
+    flat = {1: 0.004, 2: 0.0041, 4: 0.0042, 8: 0.0045}
+
+    def drafted(ledger: RealizedYield | None) -> list[int]:
+        return [sum(_decode(ledger, CostProfile(dict(flat))).k_trace) for _ in range(12)]
+
+    assert drafted(None) == [4] * 12
+    judged = drafted(RealizedYield())
+    assert sum(judged) <= 24  # benched after three; then a probe now and then, ever rarer
 
 
 @settings(max_examples=80, deadline=None)
@@ -136,6 +141,8 @@ def test_greedy_speculation_under_the_ledger_equals_plain_greedy(
                 "ngram" if i % 2 else "scripted", 4 * i, 1, 0.005 if pays else 0.05
             )
             ledger.observe_drafting("continuation", None, 1, 0.005 if pays else 0.05)
+    ledger.observe_plain = ledger.observe_drafting = lambda *_a, **_k: None  # type: ignore[method-assign]
+    # (frozen: the rounds' wall time must not change which drafts hypothesis sees)
     drafter = NgramDrafter() if mode == "ngram" else ScriptedDrafter(data, mode)
     continuation: list[int] = []
     if cached == "right":

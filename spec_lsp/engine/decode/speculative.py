@@ -95,6 +95,7 @@ def generate(
 ) -> list[int]:
     """Generate up to job.max_tokens tokens after job.prompt; return them (stop token excluded)."""
     started = time.perf_counter()
+    policy.begin(job.max_tokens)
     # a cancel here means nobody waits for this prompt (a newer key typed into it takes the
     # generation over instead): stop the chunk being computed rather than finish it
     logits, stats.prompt_tokens_evaluated = sync(

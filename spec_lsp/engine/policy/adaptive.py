@@ -45,6 +45,10 @@ class DraftPolicy(Protocol):
         `tokens` in `seconds` of wall time (drafting, the target's pass, the loop)."""
         ...
 
+    def begin(self, max_tokens: int) -> None:
+        """A generation of up to `max_tokens` tokens starts (what its drafts may risk)."""
+        ...
+
     def certain_k(self) -> int:
         """Batch size for a draft that is almost surely right (the last generation's tokens)."""
         ...
@@ -90,6 +94,9 @@ class FixedPolicy:
     def shadow_k(self) -> int:
         return 0
 
+    def begin(self, max_tokens: int) -> None:
+        pass
+
     def certain_k(self) -> int:
         return max(self.draft_max, 1)
 
@@ -114,6 +121,16 @@ class FixedPolicy:
 
 
 MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
+# a generation's drafts may lose at most this share of its tokens (in plain rounds) beyond what
+# its drafts have won so far: a draft whose failure would cost more waits until earlier drafts
+# have paid for it, so no generation ends much slower than plain decoding (~1.5% at worst, as
+# costed by the profile), while a generation whose drafts pay may risk what they won
+ALLOWANCE = 0.02
+# a round whose first draft token is accepted with less than SURE may risk only UNSURE_SHARE of
+# what the generation may still lose: a first failure then leaves room for a surer draft later
+# (chosen on the policy replay's tuning completions; the report is on others)
+SURE = 0.6
+UNSURE_SHARE = 0.5
 # trying a costly drafter that is not chosen (its catch-up and larger batch included) may take
 # this share of the decoding time since the last try: where a draft model never pays, exploring
 # it costs ~2%, inside the 3% auto may lose to the best single source (at 5% the bench showed
@@ -149,6 +166,10 @@ class AdaptivePolicy:
     ) -> None:
         self.profile = profile
         self.ledger = ledger  # what drafting really yielded here (None: predictions only)
+        # plain rounds this generation's drafts won (accepted tokens beyond what their rounds
+        # cost), and what they may lose beyond that (`begin`; unbounded until then)
+        self.balance = 0.0
+        self.allowance = float("inf")
         self._clock = clock
         # this round's probe, if it is one: (started, k, tokens the draft model caught up on)
         self._probe: tuple[float, int, int | None] | None = None
@@ -191,13 +212,34 @@ class AdaptivePolicy:
         return result
 
     def best_k(
-        self, alpha: float | None = None, strength: int | None = None, *, free: bool = False
+        self,
+        alpha: float | None = None,
+        strength: int | None = None,
+        *,
+        free: bool = False,
+        risk: float = float("inf"),
     ) -> int:
-        """The fastest k; speculation must beat no speculation by MARGIN (model error, noise)."""
+        """The fastest k; speculation must beat no speculation by MARGIN (model error, noise);
+        `risk`: the most a round may lose if its whole draft fails (plain rounds)."""
         rates = self.rates(alpha, strength, free=free)
-        candidates = range(max(1, self.draft_min), self.draft_max + 1)
+        if alpha is None and self.estimate.alphas(1, strength)[0] < SURE:
+            risk *= UNSURE_SHARE  # the first token is a coin toss: keep a chance for later
+        candidates = [
+            k
+            for k in range(max(1, self.draft_min), self.draft_max + 1)
+            if self.loss(k, free=free) <= risk
+        ]
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0
+
+    def begin(self, max_tokens: int) -> None:
+        self.balance, self.allowance = 0.0, ALLOWANCE * max(max_tokens - 1, 0)
+
+    def loss(self, k: int, *, free: bool = False) -> float:
+        """Plain rounds lost by a round whose k drafted tokens all fail."""
+        p = self.profile
+        draft = 0.0 if free else p.draft(k)
+        return (draft + p.verify(k + 1)) / p.verify(1) - 1.0
 
     def choose_k(
         self,
@@ -206,7 +248,8 @@ class AdaptivePolicy:
         *,
         source: str = "",
     ) -> int:
-        k = self.best_k(strength=strength)
+        risk = self.balance + self.allowance
+        k = self.best_k(strength=strength, risk=risk)
         self._probe = None
         if k and self.ledger is not None and not self.ledger.allows(source, strength):
             self._last_k = 0  # it loses here, whatever the prediction (a free one: shadows)
@@ -215,7 +258,8 @@ class AdaptivePolicy:
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
             probe_k = max(1, self.draft_min, min(2, self.draft_max))
-            if self.estimate.rounds_at_zero >= self.estimate.probe_interval:
+            due = self.estimate.rounds_at_zero >= self.estimate.probe_interval
+            if due and self.loss(probe_k) <= risk:
                 tokens = catch_up() if catch_up else None
                 if can_explore(
                     self.estimate.rounds_at_zero,
@@ -301,6 +345,8 @@ class AdaptivePolicy:
     def observe_round(
         self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
     ) -> None:
+        if drafted:  # (as the profile costs it: the ledger judges the seconds)
+            self.balance += tokens - 1 - self.loss(drafted, free=source == CONTINUATION)
         if self.ledger is None:
             return
         if drafted == 0:
