@@ -51,6 +51,8 @@ from spec_lsp.engine.decode.speculative import (
     _score_shadows,
     generate,
 )
+from spec_lsp.engine.drafters.base import Drafter
+from spec_lsp.engine.drafters.choose import model_drafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy, FixedPolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance, strength_bucket
@@ -244,45 +246,73 @@ def _per_file(data: dict[str, Any], ratios: list[list[float]]) -> str:
     return "\n".join(lines)
 
 
-def timed(data: dict[str, Any]) -> str:
-    """Every collected completion through the real loop, plain and with n-gram drafts under the
-    adaptive policy, back to back (which runs first alternates); the ratio of their decode rates
-    per completion. The policy's ledger is kept across completions, as in the server."""
-    engine = build_engine(Settings().model_copy(update={"drafter": "ngram"}))
+def timed(data: dict[str, Any], draft_model: str | None) -> str:
+    """Every collected completion through the real loop: plain, with n-gram drafts and (with a
+    draft model) with the model's drafts, each under the adaptive policy, back to back (the
+    order rotates per completion); per drafter, the ratio of its decode rate to plain's in the
+    same completion, and its drafts' acceptance. The ledger is kept across completions and
+    each drafter's estimate across a file's completions, as in the server."""
+    settings = Settings(drafter="model" if draft_model else "ngram", draft_model=draft_model)
+    engine = build_engine(settings)
     engine.load()
-    target = engine.local.loaded.target
+    loaded = engine.local.loaded
+    target = loaded.target
     profile = engine.ensure_profile()
-    ledger, ratios = RealizedYield(), []
+    drafters: dict[str, Drafter | None] = {"plain": None, "ngram": NgramDrafter()}
+    if loaded.draft is not None:
+        drafters["model"] = model_drafter(loaded.draft, target)
+    ledger = RealizedYield()
+    ratios: dict[str, list[float]] = {name: [] for name in drafters if name != "plain"}
+    counts = {name: [0, 0] for name in ratios}  # drafted, accepted
+    turn = 0
     for item in data["files"]:
-        estimate = AcceptanceEstimate(prior_acceptance(0.0))
-        for index, c in enumerate(item["completions"]):
+        estimates = {name: AcceptanceEstimate(prior_acceptance(0.0)) for name in ratios}
+        for c in item["completions"]:
             job = DecodeJob(c["prompt"], TOKENS, SamplingParams(0.0), frozenset())
-            greedy(target, c["prompt"], TOKENS)  # warm: prompt in KV
+            greedy(target, c["prompt"], TOKENS)  # warm: the prompt in the KV cache
             rates = {}
-            order = ("plain", "ngram") if index % 2 == 0 else ("ngram", "plain")
-            for name in order:
+            names = list(drafters)
+            turn += 1
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 stats = DecodeStats()
-                policy = AdaptivePolicy(profile, estimate=estimate, draft_max=16, ledger=ledger)
+                policy = (
+                    AdaptivePolicy(profile, estimate=estimates[name], draft_max=16, ledger=ledger)
+                    if name != "plain"
+                    else FixedPolicy(0)
+                )
                 generate(
                     target,
-                    NgramDrafter() if name == "ngram" else None,
-                    policy if name == "ngram" else FixedPolicy(0),
+                    drafters[name],
+                    policy,
                     job,
                     cancel=CancelToken(),
                     rng=np.random.default_rng(0),
                     stats=stats,
                 )
                 rates[name] = stats.tokens / max(stats.decode_seconds, 1e-9)
-            ratios.append(rates["ngram"] / rates["plain"])
-            print(f"  {item['path']}:{c['line']} {ratios[-1]:.2f}x", file=sys.stderr, flush=True)
+                if name != "plain":
+                    counts[name][0] += stats.drafted
+                    counts[name][1] += stats.accepted
+            for name in ratios:
+                ratios[name].append(rates[name] / rates["plain"])
+            shown = " ".join(f"{n} {r[-1]:.2f}x" for n, r in ratios.items())
+            print(f"  {item['path']}:{c['line']} {shown}", file=sys.stderr, flush=True)
     engine.close()
-    ordered = sorted(ratios)
-    return (
-        f"\nTimed pairs (the real loop, default model, {len(ratios)} completions): median "
-        f"{statistics.median(ratios):.3f}x, geomean {geomean(ratios):.3f}x, range "
-        f"{ordered[0]:.2f}x-{ordered[-1]:.2f}x; the ledger at the end: "
-        f"{json.dumps(ledger.report())}"
-    )
+    lines = [
+        f"\nTimed in the real loop ({target.info.name}, {len(ratios['ngram'])} completions, "
+        "back to back; decode rate over plain's in the same completion):\n",
+        "| drafter | median | geomean | range | drafted | accepted |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, values in ratios.items():
+        drafted, accepted = counts[name]
+        lines.append(
+            f"| {name} | {statistics.median(values):.3f}x | {geomean(values):.3f}x | "
+            f"{min(values):.2f}x-{max(values):.2f}x | {drafted} | {accepted} "
+            f"({accepted / max(drafted, 1):.0%}) |"
+        )
+    lines.append(f"\nThe ledger at the end: {json.dumps(ledger.report())}")
+    return "\n".join(lines)
 
 
 def main() -> int:
@@ -294,13 +324,18 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--curves", type=Path, default=CURVES, help="other machines' curves")
     parser.add_argument("--data", type=Path, default=DATA, help="the collected completions")
+    parser.add_argument(
+        "--draft-model",
+        default=None,
+        help="--timed: also this draft model (a pulled default's name or a GGUF)",
+    )
     args = parser.parse_args()
     if args.collect or not args.data.exists():
         write_results(args.data, collect(args.files, args.places, args.seed))
     data = read_results(args.data)
     print(report(data, args.curves))
     if args.timed:
-        print(timed(data))
+        print(timed(data, args.draft_model))
     return 0
 
 
