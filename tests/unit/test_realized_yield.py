@@ -93,15 +93,15 @@ def _decode(ledger: RealizedYield | None, policy_profile: CostProfile) -> Decode
     )
     prompt = [3, 5, 7]
     out = generate(
-        SleepyTarget(0.004),  # type: ignore[arg-type]
+        SleepyTarget(0.008),  # type: ignore[arg-type]
         Wrong(),
         policy,
-        DecodeJob(prompt, 40, SamplingParams(), frozenset()),
+        DecodeJob(prompt, 24, SamplingParams(), frozenset()),
         cancel=CancelToken(),
         rng=np.random.default_rng(0),
         stats=stats,
     )
-    assert out == plain_greedy(prompt, 40)[: len(out)]
+    assert out == plain_greedy(prompt, 24)[: len(out)]
     return stats
 
 
@@ -109,7 +109,7 @@ def test_the_loop_stops_drafting_that_loses_whatever_the_profile_says() -> None:
     """Each generation starts from the same stale profile (batches look nearly free) and an
     estimate that trusts the lookup: alone, every generation drafts and loses its first round;
     the ledger, kept across generations as the engine keeps it, benches the source."""
-    flat = {1: 0.004, 2: 0.0041, 4: 0.0042, 8: 0.0045}
+    flat = {1: 0.008, 2: 0.0081, 4: 0.0082, 8: 0.0085}
 
     def drafted(ledger: RealizedYield | None) -> list[int]:
         return [sum(_decode(ledger, CostProfile(dict(flat))).k_trace) for _ in range(12)]

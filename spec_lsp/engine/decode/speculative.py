@@ -16,6 +16,8 @@ import numpy as np
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
+from spec_lsp.engine.drafters.last_suggestion import TAIL as LAST_TAIL
+from spec_lsp.engine.drafters.last_suggestion import beside
 from spec_lsp.engine.policy.adaptive import DraftPolicy
 from spec_lsp.engine.policy.realized import CONTINUATION
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
@@ -117,6 +119,8 @@ def generate(
     out = [sampling.pick(logits, job.sampling, noise[0])]
     stats.token_logprobs = [sampling.logprob(logits, out[0])] if job.logprobs else []
     known = _continuation_after(job)
+    if not known and job.continuation:  # after an edit: the last suggestion, looked up
+        drafter = beside(drafter, job.continuation[-(job.max_tokens + LAST_TAIL) :])
     shadows: Shadows = []
     last_start, model_seconds = 0.0, 0.0
     while not _finished(out, job, stats):

@@ -44,6 +44,8 @@ class Account:
     probing: bool = False
     drafted_rounds: int = 0  # every drafting round (undecayed), for the statistics
     probes: int = 0
+    tokens_committed: int = 0  # by its drafting rounds (undecayed)
+    saved: float = 0.0  # plain rounds those rounds saved: tokens less their time in plain rounds
 
     @property
     def value(self) -> float | None:
@@ -84,6 +86,8 @@ class RealizedYield:
         account.plain = DECAY * account.plain + min(seconds / base, OUTLIER)
         account.rounds = DECAY * account.rounds + 1.0
         account.drafted_rounds += 1
+        account.tokens_committed += tokens
+        account.saved += tokens - min(seconds / base, OUTLIER)
         if account.probing:  # a probe is judged on its own round: did it pay?
             account.probing = False
             if tokens * base >= seconds:
@@ -117,11 +121,13 @@ class RealizedYield:
             f"{source}/{'-' if bucket is None else bucket}": {
                 "yield": round(a.value, 3) if a.value is not None else None,
                 "rounds": a.drafted_rounds,
+                "tokens": a.tokens_committed,
+                "plain_rounds_saved": round(a.saved, 1),
                 "benched": a.benched,
                 "probes": a.probes,
             }
             for (source, bucket), a in sorted(
-                self.accounts.items(), key=lambda item: (item[0][0], item[0][1] or -1)
+                list(self.accounts.items()), key=lambda item: (item[0][0], item[0][1] or -1)
             )
         }
 
