@@ -243,7 +243,7 @@ def _per_file(data: dict[str, Any], ratios: list[list[float]]) -> str:
     return "\n".join(lines)
 
 
-def timed(data: dict[str, Any], draft_model: str | None) -> str:
+def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = None) -> str:
     """Every collected completion through the real loop: plain, with n-gram drafts and (with a
     draft model) with the model's drafts, each under the adaptive policy, back to back (the
     order rotates per completion); per drafter, the ratio of its decode rate to plain's in the
@@ -255,6 +255,10 @@ def timed(data: dict[str, Any], draft_model: str | None) -> str:
     loaded = engine.local.loaded
     target = loaded.target
     profile = engine.ensure_profile()
+    # a lookup costs nothing to draft: its policy prices batches only (as the engine's
+    # profile for drafter ngram does); a draft model's, its measured cost too
+    free = CostProfile(dict(profile.verify_seconds), key="lookup")
+    profiles = {"ngram": free, "model": profile}
     drafters: dict[str, Drafter | None] = {"plain": None, "ngram": NgramDrafter()}
     if loaded.draft is not None:
         drafters["model"] = model_drafter(loaded.draft, target)
@@ -264,7 +268,7 @@ def timed(data: dict[str, Any], draft_model: str | None) -> str:
     turn = 0
     for item in data["files"]:
         estimates = {name: AcceptanceEstimate(prior_acceptance(0.0)) for name in ratios}
-        for c in item["completions"]:
+        for c in item["completions"][:per_file]:
             job = DecodeJob(c["prompt"], TOKENS, SamplingParams(0.0), frozenset())
             greedy(target, c["prompt"], TOKENS)  # warm: the prompt in the KV cache
             rates = {}
@@ -273,7 +277,9 @@ def timed(data: dict[str, Any], draft_model: str | None) -> str:
             for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 stats = DecodeStats()
                 policy = (
-                    AdaptivePolicy(profile, estimate=estimates[name], draft_max=16, ledger=ledger)
+                    AdaptivePolicy(
+                        profiles[name], estimate=estimates[name], draft_max=16, ledger=ledger
+                    )
                     if name != "plain"
                     else FixedPolicy(0)
                 )
@@ -321,6 +327,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--curves", type=Path, default=CURVES, help="other machines' curves")
     parser.add_argument("--data", type=Path, default=DATA, help="the collected completions")
+    parser.add_argument("--per-file", type=int, default=None, help="--timed: completions per file")
     parser.add_argument(
         "--draft-model",
         default=None,
@@ -332,7 +339,7 @@ def main() -> int:
     data = read_results(args.data)
     print(report(data, args.curves))
     if args.timed:
-        print(timed(data, args.draft_model))
+        print(timed(data, args.draft_model, args.per_file))
     return 0
 
 
