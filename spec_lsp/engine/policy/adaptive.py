@@ -131,6 +131,7 @@ ALLOWANCE = 0.02
 # (chosen on the policy replay's tuning completions; the report is on others)
 SURE = 0.6
 UNSURE_SHARE = 0.5
+SURE_LOOKUP = 0.85  # a lookup this likely to be right is worth a cost probe (RealizedYield)
 # trying a costly drafter that is not chosen (its catch-up and larger batch included) may take
 # this share of the decoding time since the last try: where a draft model never pays, exploring
 # it costs ~2%, inside the 3% auto may lose to the best single source (at 5% the bench showed
@@ -254,6 +255,9 @@ class AdaptivePolicy:
         if k and self.ledger is not None and not self.ledger.allows(source, strength):
             self._last_k = 0  # it loses here, whatever the prediction (a free one: shadows)
             return 0
+        if k == 0 and strength is not None and self._cost_probe(source, strength, risk):
+            self._last_k = 1  # the profile says a batch costs too much: is that still true?
+            return 1
         if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
@@ -281,6 +285,17 @@ class AdaptivePolicy:
         if catch_up is None:
             return max(base, self.estimate.probe_seconds or 0.0)
         return base + catch_up * p.catch_up_rate(p.draft_seconds_per_token)
+
+    def _cost_probe(self, source: str, strength: int, risk: float) -> bool:
+        """Draft one token of a lookup the estimate is sure of (SURE_LOOKUP), now and then
+        (`RealizedYield.cost_probe_due`), within the allowance, unless the ledger has benched
+        it: the pass measures a batch's cost again (`observe_verify`)."""
+        ledger = self.ledger
+        if ledger is None or not self._free_drafts() or self.loss(1) > risk:
+            return False
+        if self.estimate.alphas(1, strength)[0] < SURE_LOOKUP or ledger.benched(source, strength):
+            return False
+        return ledger.cost_probe_due()
 
     def certain_k(self) -> int:
         """Continuation drafts (the last generation's tokens): near-certain and free (0 where

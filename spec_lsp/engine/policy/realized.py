@@ -27,6 +27,10 @@ DECAY = 0.9  # per drafting round of the key: the last ~10 rounds weigh most
 EVIDENCE = 2.5  # decayed drafting rounds before a key can be benched (about three rounds)
 PROBE_FIRST = 24  # rounds the key would have drafted before its first probe once benched
 PROBE_MAX = 384  # the longest wait: a probe that loses costs under 0.5% of the rounds between
+# a lookup the estimate is sure of but the profile says does not pay is drafted one token every
+# this many such rounds: the profile's batch costs are measured again (a profile taken while
+# other work held the cores would otherwise keep drafting off once the machine is free)
+COST_PROBE_EVERY = 64
 OUTLIER = 4.0  # a round is counted at most this many plain rounds (a burst of other load)
 PLAIN_WEIGHT = 0.2  # EWMA weight of a plain round's seconds
 
@@ -58,6 +62,7 @@ class RealizedYield:
     def __init__(self) -> None:
         self.plain_seconds: float | None = None  # EWMA seconds of a plain round
         self.accounts: dict[tuple[str, int | None], Account] = {}
+        self._unpriced = 0  # rounds a sure lookup was not drafted for its predicted cost
 
     def observe_plain(self, seconds: float) -> None:
         old = self.plain_seconds
@@ -112,6 +117,19 @@ class RealizedYield:
             account.idle = 0
             account.probing = True
             account.probes += 1
+            return True
+        return False
+
+    def benched(self, source: str, strength: int | None) -> bool:
+        account = self.accounts.get((source, strength_bucket(strength)))
+        return account is not None and account.benched
+
+    def cost_probe_due(self) -> bool:
+        """Another round a sure lookup went undrafted for its predicted cost: is it time to draft
+        one token and measure what a batch costs now?"""
+        self._unpriced += 1
+        if self._unpriced >= COST_PROBE_EVERY:
+            self._unpriced = 0
             return True
         return False
 
