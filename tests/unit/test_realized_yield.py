@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,6 +42,16 @@ def test_a_source_that_loses_is_benched_and_others_are_not() -> None:
     assert ledger.allows("other", 3)
     report = ledger.report()
     assert report["ngram/1"]["benched"] and not report["ngram/3"]["benched"]
+
+
+def test_a_strength_never_tried_follows_the_source_overall() -> None:
+    ledger = RealizedYield()
+    ledger.observe_plain(0.010)
+    for strength in (1, 3, 6):  # one losing round at each of three strengths
+        ledger.observe_drafting("ngram", strength, 1, 0.03)
+    assert not ledger.allows("ngram", 12)  # the source loses overall: a new strength waits
+    assert ledger.allows("other", 12)
+    assert ledger.realized_loss(0.03) == pytest.approx(2.0)
 
 
 def test_one_bad_round_does_not_bench() -> None:

@@ -360,8 +360,10 @@ class AdaptivePolicy:
     def observe_round(
         self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
     ) -> None:
-        if drafted:  # (as the profile costs it: the ledger judges the seconds)
-            self.balance += tokens - 1 - self.loss(drafted, free=source == CONTINUATION)
+        if drafted:  # the worse of what the profile says it cost and what it took
+            predicted = self.loss(drafted, free=source == CONTINUATION)
+            realized = self.ledger.realized_loss(seconds) if self.ledger is not None else None
+            self.balance += tokens - 1 - max(predicted, realized or 0.0)
         if self.ledger is None:
             return
         if drafted == 0:

@@ -31,7 +31,8 @@ PROBE_MAX = 384  # the longest wait: a probe that loses costs under 0.5% of the 
 # this many such rounds: the profile's batch costs are measured again (a profile taken while
 # other work held the cores would otherwise keep drafting off once the machine is free)
 COST_PROBE_EVERY = 64
-OUTLIER = 4.0  # a round is counted at most this many plain rounds (a burst of other load)
+OUTLIER = 4.0
+OVERALL = -1  # the bucket of a source's account over every strength  # a round is counted at most this many plain rounds (a burst of other load)
 PLAIN_WEIGHT = 0.2  # EWMA weight of a plain round's seconds
 
 
@@ -86,30 +87,22 @@ class RealizedYield:
         base = self.plain_seconds or plain_seconds
         if base is None or base <= 0:
             return
-        account = self._account(source, strength)
-        account.tokens = DECAY * account.tokens + tokens
-        account.plain = DECAY * account.plain + min(seconds / base, OUTLIER)
-        account.rounds = DECAY * account.rounds + 1.0
-        account.drafted_rounds += 1
-        account.tokens_committed += tokens
-        account.saved += tokens - min(seconds / base, OUTLIER)
-        if account.probing:  # a probe is judged on its own round: did it pay?
-            account.probing = False
-            if tokens * base >= seconds:
-                account.benched, account.wait = False, PROBE_FIRST
-                account.tokens, account.plain, account.rounds = tokens, seconds / base, 1.0
-            else:
-                account.wait = min(2 * account.wait, PROBE_MAX)
-            return
-        value = account.value
-        if account.rounds >= EVIDENCE and value is not None and value < 1.0:
-            account.benched = True
-            account.idle = 0
+        for account in (self._account(source, strength), self._overall(source)):
+            _judge(account, tokens, seconds / base)
+
+    def realized_loss(self, seconds: float) -> float | None:
+        """Plain rounds a round of `seconds` cost beyond one (None: no plain round measured)."""
+        if not self.plain_seconds:
+            return None
+        return min(seconds / self.plain_seconds, OUTLIER) - 1.0
 
     def allows(self, source: str, strength: int | None) -> bool:
         """May `source` draft this round at this strength? A benched key waits its turn for a
         probe (each call while benched is a round it would have drafted)."""
         account = self.accounts.get((source, strength_bucket(strength)))
+        if account is None or account.drafted_rounds < EVIDENCE:
+            # a strength with too little evidence of its own follows the source's overall
+            account = self.accounts.get((source, OVERALL))
         if account is None or not account.benched:
             return True
         account.idle += 1
@@ -122,6 +115,8 @@ class RealizedYield:
 
     def benched(self, source: str, strength: int | None) -> bool:
         account = self.accounts.get((source, strength_bucket(strength)))
+        if account is None or account.drafted_rounds < EVIDENCE:
+            account = self.accounts.get((source, OVERALL))
         return account is not None and account.benched
 
     def cost_probe_due(self) -> bool:
@@ -136,7 +131,7 @@ class RealizedYield:
     def report(self) -> dict[str, dict[str, Any]]:
         """Per key ("source/bucket"): its realized yield over plain, rounds, benched or not."""
         return {
-            f"{source}/{'-' if bucket is None else bucket}": {
+            f"{source}/{'-' if bucket is None else 'all' if bucket == OVERALL else bucket}": {
                 "yield": round(a.value, 3) if a.value is not None else None,
                 "rounds": a.drafted_rounds,
                 "tokens": a.tokens_committed,
@@ -145,7 +140,8 @@ class RealizedYield:
                 "probes": a.probes,
             }
             for (source, bucket), a in sorted(
-                list(self.accounts.items()), key=lambda item: (item[0][0], item[0][1] or -1)
+                list(self.accounts.items()),
+                key=lambda item: (item[0][0], -2 if item[0][1] is None else item[0][1]),
             )
         }
 
@@ -154,8 +150,36 @@ class RealizedYield:
         self.accounts.clear()
 
     def _account(self, source: str, strength: int | None) -> Account:
-        key = (source, strength_bucket(strength))
+        return self._get((source, strength_bucket(strength)))
+
+    def _overall(self, source: str) -> Account:
+        return self._get((source, OVERALL))
+
+    def _get(self, key: tuple[str, int | None]) -> Account:
         found = self.accounts.get(key)
         if found is None:
             found = self.accounts[key] = Account()
         return found
+
+
+def _judge(account: Account, tokens: int, plain: float) -> None:
+    """Count a drafting round that committed `tokens` in `plain` plain rounds' time; bench the
+    account once its yield is under 1 with evidence; a probe is judged on its own round."""
+    account.tokens = DECAY * account.tokens + tokens
+    account.plain = DECAY * account.plain + min(plain, OUTLIER)
+    account.rounds = DECAY * account.rounds + 1.0
+    account.drafted_rounds += 1
+    account.tokens_committed += tokens
+    account.saved += tokens - min(plain, OUTLIER)
+    if account.probing:  # did it pay?
+        account.probing = False
+        if tokens >= plain:
+            account.benched, account.wait = False, PROBE_FIRST
+            account.tokens, account.plain, account.rounds = tokens, plain, 1.0
+        else:
+            account.wait = min(2 * account.wait, PROBE_MAX)
+        return
+    value = account.value
+    if account.rounds >= EVIDENCE and value is not None and value < 1.0:
+        account.benched = True
+        account.idle = 0
