@@ -42,7 +42,7 @@ from spec_lsp.bench.common import ROOT, geomean, read_results, write_results
 from spec_lsp.bench.timing import greedy
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
-from spec_lsp.engine.backends.base import common_prefix_len
+from spec_lsp.engine.backends.base import common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import (
     DecodeJob,
     DecodeStats,
@@ -318,6 +318,32 @@ def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = 
     return "\n".join(lines)
 
 
+def draft_acceptance(data: dict[str, Any], draft_model: str) -> str:
+    """How often a draft model's greedy token is the target's, at every position of the
+    collected outputs (the target's greedy text, its prefix given): the acceptance alpha of its
+    drafts for this target at T = 0, and the longest runs. One batch per completion."""
+    engine = build_engine(Settings(drafter="model", draft_model=draft_model))
+    engine.load()
+    draft = engine.local.loaded.draft
+    assert draft is not None
+    matches: list[bool] = []
+    for item in data["files"]:
+        for c in item["completions"]:
+            logits, _ = sync(draft, c["prompt"])
+            rows = draft.evaluate(c["output"][:-1], logits_from=0)
+            guesses = [int(np.argmax(logits)), *(int(np.argmax(row)) for row in rows)]
+            matches += [a == b for a, b in zip(guesses, c["output"])]
+    engine.close()
+    alpha = sum(matches) / max(len(matches), 1)
+    runs = "".join("1" if m else "0" for m in matches).split("0")
+    mean_run = statistics.mean(len(r) for r in runs) if runs else 0.0
+    return (
+        f"\n{draft.info.name} drafting for the target at T = 0: its greedy token is the "
+        f"target's at {alpha:.1%} of {len(matches)} positions (mean run of agreement "
+        f"{mean_run:.2f} tokens)"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collect", action="store_true", help="collect greedy outputs first")
@@ -328,6 +354,9 @@ def main() -> int:
     parser.add_argument("--curves", type=Path, default=CURVES, help="other machines' curves")
     parser.add_argument("--data", type=Path, default=DATA, help="the collected completions")
     parser.add_argument("--per-file", type=int, default=None, help="--timed: completions per file")
+    parser.add_argument(
+        "--draft-acceptance", default=None, metavar="MODEL", help="a draft model's acceptance"
+    )
     parser.add_argument(
         "--draft-model",
         default=None,
@@ -340,6 +369,8 @@ def main() -> int:
     print(report(data, args.curves))
     if args.timed:
         print(timed(data, args.draft_model, args.per_file))
+    if args.draft_acceptance:
+        print(draft_acceptance(data, args.draft_acceptance))
     return 0
 
 

@@ -265,10 +265,9 @@ class AdaptivePolicy:
             due = self.estimate.rounds_at_zero >= self.estimate.probe_interval
             if due and self.loss(probe_k) <= risk:
                 tokens = catch_up() if catch_up else None
-                if can_explore(
-                    self.estimate.rounds_at_zero,
-                    self.profile.verify(1),
-                    self.probe_cost(probe_k, tokens),
+                cost = self.probe_cost(probe_k, tokens)  # its catch-up included
+                if cost <= risk * self.profile.verify(1) and can_explore(
+                    self.estimate.rounds_at_zero, self.profile.verify(1), cost
                 ):
                     self.estimate.rounds_at_zero = 0
                     self._probe = (self._clock(), probe_k, tokens)
