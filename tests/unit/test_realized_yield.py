@@ -160,8 +160,9 @@ def test_greedy_speculation_under_the_ledger_equals_plain_greedy(
                 "ngram" if i % 2 else "scripted", 4 * i, 1, 0.005 if pays else 0.05
             )
             ledger.observe_drafting("continuation", None, 1, 0.005 if pays else 0.05)
+    # frozen: the rounds' wall time must not change which drafts hypothesis sees
     ledger.observe_plain = ledger.observe_drafting = lambda *_a, **_k: None  # type: ignore[method-assign]
-    # (frozen: the rounds' wall time must not change which drafts hypothesis sees)
+    ledger.realized_loss = lambda _seconds: None  # type: ignore[method-assign]
     drafter = NgramDrafter() if mode == "ngram" else ScriptedDrafter(data, mode)
     continuation: list[int] = []
     if cached == "right":
@@ -173,6 +174,10 @@ def test_greedy_speculation_under_the_ledger_equals_plain_greedy(
         estimate=AcceptanceEstimate(data.draw(st.floats(0.3, 0.99))),
         draft_max=8,
         ledger=ledger,
+        clock=lambda: 0.0,
+    )
+    policy.observe_verify = policy.observe_overhead = policy.observe_draft = (  # type: ignore[method-assign]
+        lambda *_a: None
     )
     stats = DecodeStats()
     out = generate(
