@@ -209,7 +209,7 @@ class LocalStage:
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)
-        policy = make_policy(self.settings, self.profile, estimate)
+        policy = make_policy(self.settings, self.profile, estimate, stores.ledger)
         rng = np.random.default_rng(request.sampling.seed)
         try:
             tokens = generate(
