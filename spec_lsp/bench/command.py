@@ -31,6 +31,7 @@ MODULES = {
     "policy-replay": "policy_replay",  # the adaptive policy replayed without timing noise
     "probe-cost": "probe_cost",  # what the crash probe adds to a first start
     "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
+    "retention": "retention",  # a retention check's cost: rapidfuzz against the exact DP
 }
 
 

@@ -105,6 +105,7 @@ class Engine:
         self.close()
         self.totals.engine = self.settings.engine
         stores, totals = self.stores, self.totals
+        stores.ledger.clear()  # what drafting yields is the models' (and the machine's)
         if self.settings.engine == "remote":
             self.stage = RemoteStage.open(
                 self.settings,
@@ -322,6 +323,8 @@ class Engine:
         if sources is not None:
             data["draft_sources"] = sources
         data["workspace_documents"] = len(self.open_documents.documents())
+        # what drafting really yielded over plain rounds, per source and strength bucket
+        data["realized_yield"] = self.stores.ledger.report()
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
         data["guide"] = {**data.get("guide", {}), **self.stores.analyses.report()}

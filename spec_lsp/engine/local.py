@@ -56,6 +56,7 @@ class LocalStage:
         self.backend, self.stores, self.totals = backend, stores, totals
         self.profile: cost_profile.CostProfile | None = None
         self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
+        self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
         self.configure(settings)
 
     @classmethod
@@ -83,6 +84,7 @@ class LocalStage:
         self.profile = cost_profile.load_cached(self.profile_key())
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
+        self._profile_samples = {}  # (another key's passes are no part of this one's)
         self.stores.sources.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
@@ -214,7 +216,7 @@ class LocalStage:
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)
-        policy = make_policy(self.settings, self.profile, estimate)
+        policy = make_policy(self.settings, self.profile, estimate, stores.ledger)
         rng = np.random.default_rng(request.sampling.seed)
         try:
             tokens = generate(
@@ -274,8 +276,10 @@ class LocalStage:
 
     @property
     def idle_work(self) -> bool:
-        """The file prefix to evaluate further, its context block to choose, or the last place
-        to prewarm with a new block."""
+        """This machine's cost profile to measure, the file prefix to evaluate further, its
+        context block to choose, or the last place to prewarm with a new block."""
+        if self.needs_profile:
+            return True
         fp = self.stores.file_prefix
         return self.settings.cache and (
             fp.pending
@@ -294,12 +298,19 @@ class LocalStage:
         )
 
     def idle_step(self, cancel: CancelToken) -> int:
-        """The block chosen if it is to be, then more of the file prefix evaluated (the block,
-        then the text: file_prefix.py) until done or cancelled (any request: the chunk being
-        computed is dropped, the rest resumed at the next idle step), then the last place with
-        a new block. Returns the tokens evaluated."""
+        """This machine's cost profile measured if it is still to be (once per model and
+        machine: a request stops it, the next idle step goes on), then the block chosen if it
+        is to be, then more of the file prefix evaluated (the block, then the text:
+        file_prefix.py) until done or cancelled (any request: the chunk being computed is
+        dropped, the rest resumed at the next idle step), then the last place with a new block.
+        Returns the tokens evaluated."""
         target, states = self.loaded.target, self.stores.states
         owner = states.owner
+        if self.needs_profile:  # (requests meanwhile: the prior profile's costs)
+            states.park(owner, target)  # (the measurement takes the live cache)
+            self._measure_profile(cancel)
+            if self.needs_profile or not self.settings.cache:
+                return 0
         self._choose_block()  # (before the text: block and text are evaluated in one pass)
         grown = self.stores.file_prefix.grow(
             target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
@@ -366,13 +377,27 @@ class LocalStage:
     def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds)."""
         if self.profile is None or remeasure:
-            target = self.loaded.target
-            context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
-            self.profile = calibrate.measure(
-                target, self.stores.sources.to_measure(), context=context, key=self.profile_key()
-            )
-            cost_profile.save(self.profile)
+            self._profile_samples = {}
+            self._measure_profile(None)
+        assert self.profile is not None
         return self.profile
+
+    def _measure_profile(self, abort: CancelToken | None) -> None:
+        """Measure (or go on measuring) this machine's costs: the profile, once done, is kept
+        and saved; a cancel leaves the passes timed so far for the next idle step."""
+        target = self.loaded.target
+        context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
+        profile = calibrate.measure(
+            target,
+            self.stores.sources.to_measure(),
+            context=context,
+            key=self.profile_key(),
+            samples=self._profile_samples,
+            abort=abort,
+        )
+        if profile is not None:
+            self.profile, self._profile_samples = profile, {}
+            cost_profile.save(profile)
 
     def report(self) -> dict[str, Any]:
         return {"cost_profile": self.profile.relative() if self.profile else None}

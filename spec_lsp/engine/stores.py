@@ -20,6 +20,7 @@ from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.file_prefix import FilePrefix
 from spec_lsp.engine.policy.estimate import PolicyBook
+from spec_lsp.engine.policy.realized import RealizedYield
 
 
 @dataclass
@@ -27,6 +28,8 @@ class Stores:
     context: ContextStage  # other files' parts, the block chosen from them
     sources: DraftSources = field(default_factory=DraftSources)  # the drafter, open documents
     book: PolicyBook = field(default_factory=PolicyBook)  # acceptance per document
+    # what drafting really yields on this machine, per source and match strength
+    ledger: RealizedYield = field(default_factory=RealizedYield)
     suggestions: SuggestionCache = field(default_factory=SuggestionCache)  # typed-through
     states: StatePool = field(default_factory=StatePool)  # saved KV caches per document
     file_prefix: FilePrefix = field(default_factory=FilePrefix)  # evaluated while idle
@@ -54,7 +57,8 @@ class Stores:
         self.analyses.document_closed(document_id)
 
     def clear(self) -> None:
-        """Drop every cached answer, state and estimate (settings or models changed)."""
+        """Drop every cached answer, state and estimate (settings or models changed); what
+        drafting really yields on this machine stays unless the models change (`ledger`)."""
         self.book.clear()
         self.suggestions.clear()
         self.states.clear()
