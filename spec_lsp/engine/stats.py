@@ -19,6 +19,7 @@ GUIDE = (  # (DecodeStats' fields, summed under "guide" without their prefix)
     "symbol_drafted",
     "symbol_accepted",
     "guide_unprepared",
+    "guide_seconds",
 )
 
 
@@ -146,7 +147,9 @@ class EngineTotals:
                     "dropped_chars": self.first_answer_dropped_chars,
                 },
                 "prewarm": {"prompts": self.prewarms, "tokens": self.prewarm_tokens},
-                "guide": {name.removeprefix("guide_"): self.guide[name] for name in GUIDE},
+                "guide": {
+                    name.removeprefix("guide_"): round(self.guide[name], 3) for name in GUIDE
+                },
             }
 
     def _timing(self) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class DecodeStats:
     symbol_drafted: int = 0
     symbol_accepted: int = 0
     guide_unprepared: int = 0  # 1: a Python file whose analysis was not ready (unguided)
+    guide_seconds: float = 0.0  # the decode loop's time in the guide (reading, masking)
     k_trace: list[int] = field(default_factory=list)  # draft length chosen per round
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end

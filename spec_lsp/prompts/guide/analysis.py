@@ -13,7 +13,9 @@ nearest the cursor first, new ones before those an earlier version had, within a
 
 from __future__ import annotations
 
+import functools
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,12 +23,21 @@ from dataclasses import dataclass, field
 from inspect import Parameter
 from pathlib import Path
 
-# (imported with the engine, on the thread that loads it: Python 3.11 compiling modules on two
-# threads at once can fail with "AST constructor recursion depth mismatch")
 import jedi
+import parso
+import parso.utils
 
 from spec_lsp.prompts.guide import scopes
 from spec_lsp.prompts.guide.scopes import Scope
+
+# Python 3.11 compiling on two threads at once can fail ("AST constructor recursion depth
+# mismatch", in whichever thread): parso calls ast.literal_eval on the same constant at every
+# file it reads, and on its grammars' literals once. The constants' values are kept, and the
+# grammars Jedi uses built here, on the thread that loads the engine: the analysis thread then
+# compiles nothing but a docstring's literal now and then.
+parso.utils.literal_eval = functools.lru_cache(maxsize=256)(parso.utils.literal_eval)  # type: ignore[assignment]
+for _version in ("3.13", f"{sys.version_info.major}.{sys.version_info.minor}"):
+    parso.load_grammar(version=_version)
 
 _DEREF = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")

@@ -11,6 +11,7 @@ Where one valid name is left by what is written, its remaining tokens are the sy
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ class Monitor:
     scope: Scope
     bias: float = 0.0  # for an incomplete member set: subtracted from the other tokens' logits
     rows: dict[int, Row] = field(default_factory=dict)  # position in the generation -> Row
+    seconds: float = 0.0  # spent here (reading the text, masking)
     _masks: OrderedDict[tuple[int, str, str], np.ndarray] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
@@ -53,6 +55,13 @@ class Monitor:
     # -- the loop's two questions ------------------------------------------------------------
     def guide(self, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
         """The row of logits for the token after `out`, guided (a new array) or as it was."""
+        started = time.perf_counter()
+        try:
+            return self._guided(logits, out)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def _guided(self, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
         found = self._members(out)
         row = self.rows.setdefault(len(out), Row())
         row.triggered = found is not None
@@ -84,7 +93,7 @@ class Monitor:
         return self.names.spell(rest)[:limit]
 
     # -- what the stats read -----------------------------------------------------------------
-    def counts(self, generated: int) -> dict[str, int]:
+    def counts(self, generated: int) -> dict[str, float]:
         """Per position of the generation kept (rows past its end were drafts thrown away)."""
         kept = [r for p, r in self.rows.items() if p < generated]
         return {
@@ -92,6 +101,7 @@ class Monitor:
             "guide_resolved": sum(r.resolved for r in kept),
             "guide_masked": sum(r.masked for r in kept),
             "guide_changed": sum(r.changed for r in kept),
+            "guide_seconds": self.seconds,
         }
 
     # -- the reading -------------------------------------------------------------------------

@@ -90,6 +90,8 @@ class NameTokens:
                     self.after_sep[sep].add(token, text[1:])
         self.plain.freeze()
         self.assign = {k: np.asarray(v, dtype=np.int64) for k, v in assign.items()}
+        every = [t for tokens in assign.values() for t in tokens]
+        self._assigning = np.asarray(every, dtype=np.int64)
         for keyed in self.after_sep.values():
             keyed.freeze()
 
@@ -115,9 +117,12 @@ class NameTokens:
         """In a call, after the bare name `written` (maybe empty): every token but those that
         end a name the call does not take with `=` (a positional argument stays free)."""
         keep = np.ones(self.size, dtype=bool)
-        for run, tokens in self.assign.items():
-            if written + run not in names:
-                keep[tokens] = False
+        keep[self._assigning] = False
+        for name in names:  # (what the call takes: its parameters, few)
+            if name.startswith(written):
+                found = self.assign.get(name[len(written) :])
+                if found is not None:
+                    keep[found] = True
         return keep
 
     def spell(self, text: str, *, longest: int = 32) -> list[int]:
