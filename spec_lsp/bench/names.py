@@ -223,6 +223,8 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
         ("complete", [r for r in rows if r["complete"]]),
         ("incomplete", [r for r in rows if not r["complete"]]),
     ]
+    if not rows:  # (--speed-only)
+        out = [head]
     for label, group in groups if rows else []:
         for variant in VARIANTS:
             cells = [r[variant] for r in group]
@@ -313,7 +315,8 @@ def main() -> None:
     title = machine(engine.local.loaded.target.info.path)
     head = (
         f"# Next identifier at dereferences: {title}\n\n`spec-lsp bench names"
-        f"{' --per-file ' + str(args.per_file) if args.per_file != 8 else ''}`; settings: "
+        f"{' --per-file ' + str(args.per_file) if args.per_file != 8 else ''}"
+        f"{f' --speed-only --speed {args.speed}' if args.speed_only else ''}`; settings: "
         f"{extra or 'defaults'}; {len(rows)} cases in {len(files)} files "
         f"({time.perf_counter() - started:.0f} s)."
     )
