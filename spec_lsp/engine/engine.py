@@ -72,6 +72,7 @@ class Engine:
             notify=lambda message: self.notify(message), changed=lambda: self.on_idle_work()
         )
         self.stores = Stores(context)
+        self.stores.analyses.set_enabled(settings.guide and settings.engine == "local")
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -136,6 +137,7 @@ class Engine:
         bounds = ("workspace_max_files", "workspace_max_mb")
         rescan = any(getattr(settings, k) != getattr(old, k) for k in bounds)
         self.settings = settings
+        self.stores.analyses.set_enabled(settings.guide and settings.engine == "local")
         if rescan and self.workspace_folders:
             self.set_workspace_folders(self.workspace_folders)
         self.stores.clear()
@@ -154,6 +156,7 @@ class Engine:
         beyond the open documents may come from their files, and nothing outside them is read.
         (Instant: the files are read in the background.)"""
         self.workspace_folders = list(folders)
+        self.stores.analyses.folders = self.workspace_folders
         self.stores.context.set_folders(
             self.workspace_folders,
             max_files=self.settings.workspace_max_files,
@@ -324,6 +327,7 @@ class Engine:
         data["realized_yield"] = self.stores.ledger.report()
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
+        data["guide"] = {**data.get("guide", {}), **self.stores.analyses.report()}
         data["memory"] = self.memory()
         return data
 

@@ -31,6 +31,9 @@ from spec_lsp.engine.prompt import Prompt, PromptBuilder
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
+from spec_lsp.prompts.guide import scopes
+from spec_lsp.prompts.guide.monitor import Monitor
+from spec_lsp.prompts.guide.names import NameTokens
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,7 @@ class LocalStage:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.backend, self.stores, self.totals = backend, stores, totals
         self.profile: cost_profile.CostProfile | None = None
+        self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
         self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
         self.configure(settings)
 
@@ -78,6 +82,8 @@ class LocalStage:
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
         self.profile = cost_profile.load_cached(self.profile_key())
+        if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
+            self._names = NameTokens(self.prompts.vocab.pieces)
         self._profile_samples = {}  # (another key's passes are no part of this one's)
         self.stores.sources.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
@@ -206,6 +212,7 @@ class LocalStage:
             on_round=lambda out: answer.progress(read(out)),
             first_allowed=prompt.first_allowed,
             logprobs=self.settings.gate_threshold > 0,  # (the gate off: no cost at all)
+            guide=self._guide(request, prompt, answer.stats),
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)
@@ -224,6 +231,31 @@ class LocalStage:
             return tokens, read(tokens)
         finally:
             stores.book.remember_language(request.language, temperature, estimate)
+            if isinstance(job.guide, Monitor):
+                for name, count in job.guide.counts(answer.stats.tokens).items():
+                    setattr(answer.stats, name, count)
+
+    def _guide(
+        self, request: CompletionRequest, prompt: Prompt, stats: DecodeStats
+    ) -> Monitor | None:
+        """The monitor for this request: the newest analysis of its document (none yet: the
+        request is decoded unguided, never kept waiting) and the text the model continues."""
+        analyses = self.stores.analyses
+        if not (self.settings.guide and analyses.enabled and analyses.watches(request.document_id)):
+            return None
+        analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
+        table = analyses.table(request.document_id)
+        if table is None:
+            stats.guide_unprepared = 1
+            return None
+        if self._names is None:  # (the guide turned on after the load)
+            self._names = NameTokens(self.prompts.vocab.pieces)
+        text = request.prefix.rstrip(" \t")
+        if prompt.healed and text.endswith(prompt.healed):
+            text = text[: -len(prompt.healed)]
+        return Monitor(
+            self._names, table, text=text, scope=scopes.at_end(text), bias=self.settings.guide_bias
+        )
 
     # -- idle time ---------------------------------------------------------------------------
     def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:

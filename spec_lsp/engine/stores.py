@@ -15,6 +15,7 @@ from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
 from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
+from spec_lsp.engine.context.analyses import Analyses
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.file_prefix import FilePrefix
@@ -34,12 +35,14 @@ class Stores:
     file_prefix: FilePrefix = field(default_factory=FilePrefix)  # evaluated while idle
     continuations: Continuations = field(default_factory=Continuations)  # the last generation
     in_flight: InFlight = field(default_factory=InFlight)  # the running generation's text
+    analyses: Analyses = field(default_factory=Analyses)  # the guide's: members per receiver
 
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); the editor's thread."""
         self.sources.document_changed(document_id, text)
         self.file_prefix.document_changed(document_id, text)
         self.context.document_changed(document_id, text, focus=self.file_prefix.document)
+        self.analyses.document_changed(document_id, text)
 
     def document_closed(self, document_id: str) -> None:
         """Every store releases what it held for the document (the engine's thread)."""
@@ -51,6 +54,7 @@ class Stores:
         self.file_prefix.forget(document_id)
         self.continuations.forget(document_id)
         self.context.document_closed(document_id)
+        self.analyses.document_closed(document_id)
 
     def clear(self) -> None:
         """Drop every cached answer, state and estimate (settings or models changed); what
@@ -79,4 +83,5 @@ class Stores:
             },
             "shown": sources["shown"],
             "context": self.context.memory(),
+            "guide": self.analyses.memory(),
         }

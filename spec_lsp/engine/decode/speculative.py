@@ -15,11 +15,12 @@ import numpy as np
 
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
+from spec_lsp.engine.decode import guided
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
 from spec_lsp.engine.drafters.last_suggestion import TAIL as LAST_TAIL
 from spec_lsp.engine.drafters.last_suggestion import beside
 from spec_lsp.engine.policy.adaptive import DraftPolicy
-from spec_lsp.engine.policy.realized import CONTINUATION
+from spec_lsp.engine.policy.realized import CONTINUATION, SYMBOL
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 Shadows = list[tuple[int, list[int], int | None]]  # (position in out, proposal, strength)
@@ -43,6 +44,7 @@ class DecodeJob:
         None  # token healing: the first token must be one of these
     )
     logprobs: bool = True  # record each token's log probability (what the gate reads)
+    guide: guided.Guide | None = None  # names that exist: every verified row is guided first
 
 
 def verify(
@@ -115,6 +117,7 @@ def generate(
         masked = np.full_like(logits, -np.inf)
         masked[list(job.first_allowed)] = logits[list(job.first_allowed)]
         logits = masked
+    logits = guided.first_row(job.guide, logits)
     noise = sampling.PositionNoise(rng)
     out = [sampling.pick(logits, job.sampling, noise[0])]
     stats.token_logprobs = [sampling.logprob(logits, out[0])] if job.logprobs else []
@@ -132,8 +135,13 @@ def generate(
         shadows = _score_shadows(shadows, out, policy)
         room = job.max_tokens - len(out)
         draft = _from_continuation(known, out, policy, room)
-        from_continuation = bool(draft.tokens)
         stats.continuation_drafted += len(draft.tokens)
+        symbol = 0
+        if not draft.tokens and job.guide is not None:  # the rest of the only name left
+            draft = Draft(job.guide.draft(out, min(policy.certain_k(), room)), source=SYMBOL)
+            symbol = len(draft.tokens)
+            stats.symbol_drafted += symbol
+        from_continuation = bool(draft.tokens)  # (a certain draft, free: not the drafter's)
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
             draft = _draft(drafter, policy, job, out, rng, room, shadows, cancel)
@@ -148,6 +156,7 @@ def generate(
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         model_seconds += time.perf_counter() - t
         policy.observe_verify(len(draft.tokens) + 1, time.perf_counter() - t)
+        rows = guided.rows(job.guide, rows, out, draft.tokens)
         n_accepted, next_token = verify(rows, draft, job.sampling, rng, noise.after(len(out)))
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
@@ -161,11 +170,14 @@ def generate(
         stats.target_passes += 1
         stats.drafted += len(draft.tokens)
         stats.accepted += n_accepted
+        stats.symbol_accepted += n_accepted if symbol else 0
         stats.k_trace.append(len(draft.tokens))
         stats.accepted_trace.append(n_accepted)
         if job.on_round is not None:
             job.on_round(out)
-        source = CONTINUATION if from_continuation else draft.source or _name(drafter)
+        source = (
+            (draft.source or CONTINUATION) if from_continuation else draft.source or _name(drafter)
+        )
         seconds = time.perf_counter() - now  # the round as it ran: what drafting must beat
         policy.observe_round(source, draft.strength, len(draft.tokens), n_accepted + 1, seconds)
     stats.decode_seconds = time.perf_counter() - started

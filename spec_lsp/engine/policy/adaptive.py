@@ -18,7 +18,7 @@ from spec_lsp.engine.policy.estimate import (
     AcceptanceEstimate,
 )
 from spec_lsp.engine.policy.profile import CostProfile
-from spec_lsp.engine.policy.realized import CONTINUATION, RealizedYield
+from spec_lsp.engine.policy.realized import CONTINUATION, FREE, RealizedYield
 
 
 class DraftPolicy(Protocol):
@@ -360,7 +360,7 @@ class AdaptivePolicy:
         self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
     ) -> None:
         if drafted:  # the worse of what the profile says it cost and what it took
-            predicted = self.loss(drafted, free=source == CONTINUATION)
+            predicted = self.loss(drafted, free=source in FREE)
             realized = self.ledger.realized_loss(seconds) if self.ledger is not None else None
             self.balance += tokens - 1 - max(predicted, realized or 0.0)
         if self.ledger is None:
