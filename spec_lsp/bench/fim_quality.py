@@ -12,13 +12,19 @@ out or mislead single-file infilling.
 
     .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24
     .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24 --file-prefix --context
+    .venv/bin/python -m spec_lsp.bench.fim_quality --model qwen2.5-coder-0.5b  # another target
+
+Each completion is timed (the prompt evaluated, as much of it as the last one did not share,
+and the line generated): the median per layout is a model's time to a suggestion at a new place.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sysconfig
+import time
 from pathlib import Path
 
 from spec_lsp.bench.timing import greedy
@@ -105,9 +111,11 @@ def main() -> None:
         "--context-tokens", type=int, default=Settings().context_tokens, metavar="N"
     )
     parser.add_argument("--tabs", type=int, default=4, help="imported modules open (--context)")
+    parser.add_argument("--model", default=None, help="target: a GGUF or a pulled default's name")
     args = parser.parse_args()
     engine = build_engine(
         Settings(
+            model=args.model,
             drafter="none",
             prefix_tokens=256,
             suffix_tokens=96,
@@ -122,6 +130,7 @@ def main() -> None:
     layouts = ["psm", "split"] + (["file_prefix"] if args.file_prefix else [])
     layouts = ["file_prefix", "context"] if args.context else layouts
     scores = dict.fromkeys(layouts, 0)
+    seconds: dict[str, list[float]] = {layout: [] for layout in layouts}
     prompts = engine.local.prompts
     assert prompts is not None
     for n, (name, prefix, suffix, expected) in enumerate(named_tasks(args.tasks), 1):
@@ -152,14 +161,20 @@ def main() -> None:
                 fim.Segment(middle, special=False)
             ]
             tokens = [t for s in segments for t in target.tokenize(s.text, special=s.special)]
+            started = time.perf_counter()
             got = complete(engine, tokens)
+            seconds[layout].append(time.perf_counter() - started)
             scores[layout] += got == expected
         print(f"{n:3d} {scores}   expected: {expected[:60]}{shown}", flush=True)
     total = min(args.tasks, n)
     print(
         f"\nexact single-line matches over {total} held-out lines: "
         + ", ".join(f"{LAYOUTS[layout]} {score}/{total}" for layout, score in scores.items())
+        + f" ({target.info.name})"
     )
+    for layout, times in seconds.items():
+        if times:
+            print(f"{LAYOUTS[layout]}: {statistics.median(times):.2f} s p50 a completion")
 
 
 LAYOUTS = {

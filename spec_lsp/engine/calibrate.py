@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from spec_lsp.engine.backends.base import ModelBackend, sync
 from spec_lsp.engine.drafters.base import Drafter, DraftRequest
 from spec_lsp.engine.policy.profile import BATCH_SIZES, CostProfile
-from spec_lsp.engine.types import SamplingParams
+from spec_lsp.engine.types import Cancelled, CancelToken, SamplingParams
 
 log = logging.getLogger(__name__)
 
@@ -32,26 +32,38 @@ def measure(
     sizes: Sequence[int] = BATCH_SIZES,
     repeats: int = 3,
     budget_seconds: float = 30.0,
-) -> CostProfile:
+    samples: dict[int, list[float]] | None = None,
+    abort: CancelToken | None = None,
+) -> CostProfile | None:
     """Time target passes of n tokens after `context` (a realistic KV length), and the drafter.
 
     Stops adding larger batch sizes once `budget_seconds` is spent (slow models on slow CPUs).
-    The target's cache is restored to `context` afterwards.
+    The target's cache is restored to `context` afterwards. A cancel of `abort` stops it within
+    the pass being computed (the server measures in idle time, and a request stops it): then
+    None, and `samples` (if given) keeps the passes timed so far for the next call to go on
+    from.
     """
-    sync(target, context)
-    filler = list(context[-64:]) * 2
-    samples: dict[int, list[float]] = {n: [] for n in sizes}
-    started = time.perf_counter()
-    for n in sizes:
-        # back to back: llama.cpp reuses its compute graph while the batch shape repeats, as it
-        # mostly does between decode rounds; the first call of a new shape pays a rebuild
-        for _ in range(repeats + 1 if n <= 8 else 2):
-            t = time.perf_counter()
-            target.evaluate(filler[:n], logits_from=0)
-            samples[n].append(time.perf_counter() - t)
-            target.truncate(len(context))
-        if time.perf_counter() - started > budget_seconds and len(samples) >= 4:
-            break
+    samples = samples if samples is not None else {}
+    try:
+        sync(target, context, abort=abort)
+        filler = list(context[-64:]) * 2
+        started = time.perf_counter()
+        for n in sizes:
+            # back to back: llama.cpp reuses its compute graph while the batch shape repeats,
+            # as it mostly does between decode rounds; the first call of a new shape pays a
+            # rebuild
+            times = samples.setdefault(n, [])
+            for _ in range(len(times), repeats + 1 if n <= 8 else 2):
+                if abort is not None and abort.cancelled:
+                    return None
+                t = time.perf_counter()
+                target.evaluate(filler[:n], logits_from=0, abort=abort)
+                times.append(time.perf_counter() - t)
+                target.truncate(len(context))
+            if time.perf_counter() - started > budget_seconds and len(samples) >= 4:
+                break
+    except Cancelled:  # (the cache holds what it holds: the next sync reads it)
+        return None
     verify = {
         n: min(times[1:]) for n, times in samples.items() if len(times) > 1
     }  # warm, least disturbed

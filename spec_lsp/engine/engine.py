@@ -74,6 +74,7 @@ class Engine:
             notify=lambda message: self.notify(message), changed=lambda: self.on_idle_work()
         )
         self.stores = Stores(context)
+        self.stores.analyses.set_enabled(settings.guide and settings.engine == "local")
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -117,6 +118,7 @@ class Engine:
         self.close()
         self.totals.engine = self.settings.engine
         stores, totals = self.stores, self.totals
+        stores.ledger.clear()  # what drafting yields is the models' (and the machine's)
         if self.settings.engine == "remote":
             self.stage = RemoteStage.open(
                 self.settings,
@@ -148,6 +150,7 @@ class Engine:
         bounds = ("workspace_max_files", "workspace_max_mb")
         rescan = any(getattr(settings, k) != getattr(old, k) for k in bounds)
         self.settings = settings
+        self.stores.analyses.set_enabled(settings.guide and settings.engine == "local")
         if rescan and self.workspace_folders:
             self.set_workspace_folders(self.workspace_folders)
         self.stores.clear()
@@ -166,6 +169,7 @@ class Engine:
         beyond the open documents may come from their files, and nothing outside them is read.
         (Instant: the files are read in the background.)"""
         self.workspace_folders = list(folders)
+        self.stores.analyses.folders = self.workspace_folders
         self.stores.context.set_folders(
             self.workspace_folders,
             max_files=self.settings.workspace_max_files,
@@ -332,9 +336,12 @@ class Engine:
         if sources is not None:
             data["draft_sources"] = sources
         data["workspace_documents"] = len(self.open_documents.documents())
+        # what drafting really yielded over plain rounds, per source and strength bucket
+        data["realized_yield"] = self.stores.ledger.report()
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
         data["gate"] = gate_weights.describe(self.gate, self.gate_threshold)
+        data["guide"] = {**data.get("guide", {}), **self.stores.analyses.report()}
         data["memory"] = self.memory()
         return data
 

@@ -62,6 +62,22 @@ def default_path(key: str, setting: str) -> str:
     return str(path)
 
 
+def model_file(value: str | None, default: str, setting: str) -> str:
+    """The file a model setting names: a GGUF path, a default model's name (pulled: `spec-lsp
+    models pull <name>`), or nothing: the default `default`."""
+    from spec_lsp import models
+
+    name = value or default
+    return default_path(name, setting) if name in models.DEFAULT_MODELS else name
+
+
+def _named(value: str | None, default: Callable[[str], str | None]) -> str | None:
+    """A setting that names a default model, as `default` finds it; a path as it is."""
+    from spec_lsp import models
+
+    return default(value) if value in models.DEFAULT_MODELS else value
+
+
 def model_paths(settings: Settings, backend: str) -> list[str]:
     """The model files these settings load (defaults only when installed), to watch them."""
     if settings.engine == "remote":
@@ -75,9 +91,11 @@ def settings_paths(
 ) -> list[tuple[str, str]]:
     """(setting, file) of each model these settings load, `default(key)` for the unset ones
     (None: left out)."""
-    found = [("model", settings.model or default(DEFAULT_TARGET))]
+    found = [("model", _named(settings.model, default) or default(DEFAULT_TARGET))]
     if settings.drafter in ("model", "auto"):
-        found.append(("draftModel", settings.draft_model or default(DEFAULT_DRAFT)))
+        found.append(
+            ("draftModel", _named(settings.draft_model, default) or default(DEFAULT_DRAFT))
+        )
     return [(setting, path) for setting, path in found if path]
 
 
@@ -97,11 +115,11 @@ def open_target(settings: Settings, backend: str, report: Callable[[str], None])
     if backend == "fake":
         from spec_lsp.engine.backends.fake import corpus_model
 
-        if settings.model:
+        if settings.model and _named(settings.model, lambda _key: None):
             check_model_file(settings.model, what="model")
         time.sleep(float(os.environ.get("SPEC_LSP_FAKE_LOAD_DELAY_MS", "0")) / 1000)
         return corpus_model()
-    path = settings.model or default_path(DEFAULT_TARGET, "model")
+    path = model_file(settings.model, DEFAULT_TARGET, "model")
     report(f"loading {path}")
     return open_model(path, settings, what="model")
 
@@ -116,7 +134,7 @@ def open_draft(
     if backend == "fake":
         from spec_lsp.engine.backends.fake import corpus_model
 
-        if settings.draft_model:
+        if settings.draft_model and _named(settings.draft_model, lambda _key: None):
             check_model_file(settings.draft_model, what="draftModel")
         return corpus_model(delay_s=0.0)
     if settings.drafter == "auto" and not settings.draft_model:
@@ -128,7 +146,7 @@ def open_draft(
             return None
         path = str(found)
     else:
-        path = settings.draft_model or default_path(DEFAULT_DRAFT, "draftModel")
+        path = model_file(settings.draft_model, DEFAULT_DRAFT, "draftModel")
     report(f"loading draft {path}")
     draft = open_model(path, settings, what="draftModel")
     try:

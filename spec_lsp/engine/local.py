@@ -31,6 +31,9 @@ from spec_lsp.engine.prompt import Prompt, PromptBuilder
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
+from spec_lsp.prompts.guide import scopes
+from spec_lsp.prompts.guide.monitor import Monitor
+from spec_lsp.prompts.guide.names import NameTokens
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +55,8 @@ class LocalStage:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.backend, self.stores, self.totals = backend, stores, totals
         self.profile: cost_profile.CostProfile | None = None
+        self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
+        self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
         self.configure(settings)
 
     @classmethod
@@ -78,6 +83,9 @@ class LocalStage:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
         self.profile = cost_profile.load_cached(self.profile_key())
         self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
+        if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
+            self._names = NameTokens(self.prompts.vocab.pieces)
+        self._profile_samples = {}  # (another key's passes are no part of this one's)
         self.stores.sources.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
@@ -206,10 +214,11 @@ class LocalStage:
             first_allowed=prompt.first_allowed,
             # (the gate off, or no weights for this model: no cost at all)
             logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
+            guide=self._guide(request, prompt, answer.stats),
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)
-        policy = make_policy(self.settings, self.profile, estimate)
+        policy = make_policy(self.settings, self.profile, estimate, stores.ledger)
         rng = np.random.default_rng(request.sampling.seed)
         try:
             tokens = generate(
@@ -224,6 +233,31 @@ class LocalStage:
             return tokens, read(tokens)
         finally:
             stores.book.remember_language(request.language, temperature, estimate)
+            if isinstance(job.guide, Monitor):
+                for name, count in job.guide.counts(answer.stats.tokens).items():
+                    setattr(answer.stats, name, count)
+
+    def _guide(
+        self, request: CompletionRequest, prompt: Prompt, stats: DecodeStats
+    ) -> Monitor | None:
+        """The monitor for this request: the newest analysis of its document (none yet: the
+        request is decoded unguided, never kept waiting) and the text the model continues."""
+        analyses = self.stores.analyses
+        if not (self.settings.guide and analyses.enabled and analyses.watches(request.document_id)):
+            return None
+        analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
+        table = analyses.table(request.document_id)
+        if table is None:
+            stats.guide_unprepared = 1
+            return None
+        if self._names is None:  # (the guide turned on after the load)
+            self._names = NameTokens(self.prompts.vocab.pieces)
+        text = request.prefix.rstrip(" \t")
+        if prompt.healed and text.endswith(prompt.healed):
+            text = text[: -len(prompt.healed)]
+        return Monitor(
+            self._names, table, text=text, scope=scopes.at_end(text), bias=self.settings.guide_bias
+        )
 
     # -- idle time ---------------------------------------------------------------------------
     def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
@@ -244,8 +278,10 @@ class LocalStage:
 
     @property
     def idle_work(self) -> bool:
-        """The file prefix to evaluate further, its context block to choose, or the last place
-        to prewarm with a new block."""
+        """This machine's cost profile to measure, the file prefix to evaluate further, its
+        context block to choose, or the last place to prewarm with a new block."""
+        if self.needs_profile:
+            return True
         fp = self.stores.file_prefix
         return self.settings.cache and (
             fp.pending
@@ -264,12 +300,19 @@ class LocalStage:
         )
 
     def idle_step(self, cancel: CancelToken) -> int:
-        """The block chosen if it is to be, then more of the file prefix evaluated (the block,
-        then the text: file_prefix.py) until done or cancelled (any request: the chunk being
-        computed is dropped, the rest resumed at the next idle step), then the last place with
-        a new block. Returns the tokens evaluated."""
+        """This machine's cost profile measured if it is still to be (once per model and
+        machine: a request stops it, the next idle step goes on), then the block chosen if it
+        is to be, then more of the file prefix evaluated (the block, then the text:
+        file_prefix.py) until done or cancelled (any request: the chunk being computed is
+        dropped, the rest resumed at the next idle step), then the last place with a new block.
+        Returns the tokens evaluated."""
         target, states = self.loaded.target, self.stores.states
         owner = states.owner
+        if self.needs_profile:  # (requests meanwhile: the prior profile's costs)
+            states.park(owner, target)  # (the measurement takes the live cache)
+            self._measure_profile(cancel)
+            if self.needs_profile or not self.settings.cache:
+                return 0
         self._choose_block()  # (before the text: block and text are evaluated in one pass)
         grown = self.stores.file_prefix.grow(
             target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
@@ -340,13 +383,27 @@ class LocalStage:
     def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds)."""
         if self.profile is None or remeasure:
-            target = self.loaded.target
-            context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
-            self.profile = calibrate.measure(
-                target, self.stores.sources.to_measure(), context=context, key=self.profile_key()
-            )
-            cost_profile.save(self.profile)
+            self._profile_samples = {}
+            self._measure_profile(None)
+        assert self.profile is not None
         return self.profile
+
+    def _measure_profile(self, abort: CancelToken | None) -> None:
+        """Measure (or go on measuring) this machine's costs: the profile, once done, is kept
+        and saved; a cancel leaves the passes timed so far for the next idle step."""
+        target = self.loaded.target
+        context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
+        profile = calibrate.measure(
+            target,
+            self.stores.sources.to_measure(),
+            context=context,
+            key=self.profile_key(),
+            samples=self._profile_samples,
+            abort=abort,
+        )
+        if profile is not None:
+            self.profile, self._profile_samples = profile, {}
+            cost_profile.save(profile)
 
     def report(self) -> dict[str, Any]:
         return {"cost_profile": self.profile.relative() if self.profile else None}

@@ -277,13 +277,13 @@ class VocabIndex:
 
     def __init__(self, model: ModelBackend) -> None:
         self.model = model
-        self._pieces = [model.token_bytes(i) for i in range(model.info.n_vocab)]
+        self.pieces = [model.token_bytes(i) for i in range(model.info.n_vocab)]
         self._cache: OrderedDict[bytes, list[int]] = OrderedDict()
 
     def starting_with(self, prefix: bytes) -> list[int]:
         found = self._cache.get(prefix)
         if found is None:
-            found = [i for i, piece in enumerate(self._pieces) if piece.startswith(prefix)]
+            found = [i for i, piece in enumerate(self.pieces) if piece.startswith(prefix)]
             self._cache[prefix] = found
             if len(self._cache) > 512:
                 self._cache.popitem(last=False)

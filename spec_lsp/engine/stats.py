@@ -11,6 +11,16 @@ from typing import Any
 from spec_lsp.engine.types import DecodeStats
 
 STAGES = ("prompt", "first_answer", "decode", "prompt_share_evaluated")
+GUIDE = (  # (DecodeStats' fields, summed under "guide" without their prefix)
+    "guide_triggers",
+    "guide_resolved",
+    "guide_masked",
+    "guide_changed",
+    "symbol_drafted",
+    "symbol_accepted",
+    "guide_unprepared",
+    "guide_seconds",
+)
 
 
 @dataclass
@@ -52,6 +62,7 @@ class EngineTotals:
     first_answer_dropped_chars: int = 0
     prewarms: int = 0  # prompts evaluated while idle after an edit (prewarm)
     prewarm_tokens: int = 0
+    guide: Counter[str] = field(default_factory=Counter)  # the guide's counts (GUIDE)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, stats: DecodeStats, *, cancelled: bool = False) -> None:
@@ -72,6 +83,7 @@ class EngineTotals:
             ):
                 setattr(self, name, getattr(self, name) + getattr(stats, name))
             self.k_histogram.update(stats.k_trace)
+            self.guide.update({name: getattr(stats, name) for name in GUIDE})
             if stats.first_answer_seconds is not None:  # (shown, even if cancelled since)
                 self.first_answers += 1
                 if stats.first_answer_cut:
@@ -135,6 +147,9 @@ class EngineTotals:
                     "dropped_chars": self.first_answer_dropped_chars,
                 },
                 "prewarm": {"prompts": self.prewarms, "tokens": self.prewarm_tokens},
+                "guide": {
+                    name.removeprefix("guide_"): round(self.guide[name], 3) for name in GUIDE
+                },
             }
 
     def _timing(self) -> dict[str, Any]:

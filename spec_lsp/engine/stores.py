@@ -15,10 +15,12 @@ from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
 from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
+from spec_lsp.engine.context.analyses import Analyses
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.choose import DraftSources
 from spec_lsp.engine.file_prefix import FilePrefix
 from spec_lsp.engine.policy.estimate import PolicyBook
+from spec_lsp.engine.policy.realized import RealizedYield
 
 
 @dataclass
@@ -26,11 +28,14 @@ class Stores:
     context: ContextStage  # other files' parts, the block chosen from them
     sources: DraftSources = field(default_factory=DraftSources)  # the drafter, open documents
     book: PolicyBook = field(default_factory=PolicyBook)  # acceptance per document
+    # what drafting really yields on this machine, per source and match strength
+    ledger: RealizedYield = field(default_factory=RealizedYield)
     suggestions: SuggestionCache = field(default_factory=SuggestionCache)  # typed-through
     states: StatePool = field(default_factory=StatePool)  # saved KV caches per document
     file_prefix: FilePrefix = field(default_factory=FilePrefix)  # evaluated while idle
     continuations: Continuations = field(default_factory=Continuations)  # the last generation
     in_flight: InFlight = field(default_factory=InFlight)  # the running generation's text
+    analyses: Analyses = field(default_factory=Analyses)  # the guide's: members per receiver
 
     def __post_init__(self) -> None:
         self.file_prefix.kept = self.states  # (a file prefix the focus leaves is kept there)
@@ -40,6 +45,7 @@ class Stores:
         self.sources.document_changed(document_id, text)
         self.file_prefix.document_changed(document_id, text)
         self.context.document_changed(document_id, text, focus=self.file_prefix.document)
+        self.analyses.document_changed(document_id, text)
 
     def document_closed(self, document_id: str) -> None:
         """Every store releases what it held for the document (the engine's thread)."""
@@ -51,9 +57,11 @@ class Stores:
         self.file_prefix.forget(document_id)
         self.continuations.forget(document_id)
         self.context.document_closed(document_id)
+        self.analyses.document_closed(document_id)
 
     def clear(self) -> None:
-        """Drop every cached answer, state and estimate (settings or models changed)."""
+        """Drop every cached answer, state and estimate (settings or models changed); what
+        drafting really yields on this machine stays unless the models change (`ledger`)."""
         self.book.clear()
         self.suggestions.clear()
         self.states.clear()
@@ -78,4 +86,5 @@ class Stores:
             },
             "shown": sources["shown"],
             "context": self.context.memory(),
+            "guide": self.analyses.memory(),
         }

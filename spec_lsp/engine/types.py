@@ -66,6 +66,17 @@ class DecodeStats:
     decode_seconds: float = 0.0
     draft_seconds: float = 0.0
     continuation_drafted: int = 0  # draft tokens taken from the document's last generation
+    # the guide (names that exist): positions generated at a trigger point (`x.`), of those
+    # whose receiver the prepared analysis knew, those masked, and those where the mask changed
+    # the target's best token; symbol drafts (the rest of the only valid name) and accepted
+    guide_triggers: int = 0
+    guide_resolved: int = 0
+    guide_masked: int = 0
+    guide_changed: int = 0
+    symbol_drafted: int = 0
+    symbol_accepted: int = 0
+    guide_unprepared: int = 0  # 1: a Python file whose analysis was not ready (unguided)
+    guide_seconds: float = 0.0  # the decode loop's time in the guide (reading, masking)
     k_trace: list[int] = field(default_factory=list)  # draft length chosen per round
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end

@@ -4,9 +4,17 @@ the client runs the item's command on accept, from that too.
 After a suggestion is shown at a place, the next changes there tell its fate:
 - accepted: the whole of it inserted by one change (Tab);
 - partial: a part of it (a word, a line) inserted by one change, then the rest left;
-- typed_through: the person typed its characters one at a time, at least one of them;
-- rejected: something else typed, an edit elsewhere, a request at another place (the cursor
-  moved away), or a request at the same place with nothing typed (dismissed, asked again).
+- typed_through: the person typed its characters key by key, at least one of them. A key is
+  one character, or a line break with the indentation the editor adds after it (Enter with
+  auto-indent inserts "\n        " in one change); a client that batches keys (Neovim sends
+  the keys typed within its debounce as several changes of one notification) tells `changed`
+  how many keys the notification held;
+- rejected: something else typed, an edit elsewhere, or a request at another place (the cursor
+  moved away; unless it moved over a closing bracket the editor had put after it, which is the
+  suggestion's next character: typed over, a key typed along).
+A request at the very place shown (asked again, VS Code's cycling) ends nothing: the answer there
+is the same suggestion, or, if it differs with nothing typed yet, the old one was replaced
+(`replaced`, no outcome: the person never judged it). Escape sends nothing: what follows tells.
 A suggestion the gate hid is counted apart (`hidden`). Accepted text (whole, partial or typed
 through) is looked for again RETENTION_S later: still there if the closest stretch of the
 document near its place is within half its length in edit distance (as Copilot checks).
@@ -18,9 +26,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Levenshtein
 
 RETENTION_S = (30.0, 120.0)
 OUTCOMES = ("accepted", "partial", "typed_through", "rejected")
@@ -28,6 +39,7 @@ HISTORY = 8  # outcomes kept per document (the confidence reads the latest)
 KEPT_MAX = 256  # accepted texts waiting for their retention checks
 NEEDLE_MAX = 120  # characters of an accepted text compared (the check's cost: needle x window)
 WINDOW = 600  # characters either side of its place searched (edits above move it)
+PAIRS = ("()", "[]", "{}", '""', "''", "``")  # what an editor's auto-close inserts for one key
 
 
 @dataclass
@@ -84,12 +96,16 @@ class Acceptance:
     # -- events ----------------------------------------------------------------------------
     def shown(self, document: str, before: str, after: str, text: str) -> int:
         """A suggestion was answered for the document; returns its number (the command's
-        argument). The rest of one being typed through is the same suggestion, not a new one."""
+        argument). The rest of one being typed through (or asked for again where it stands) is
+        the same suggestion, not a new one."""
         old = self.pending.get(document)
         if old is not None and self.continues(document, before, after, text):
             old.before, old.text, old.progress = before, text, 0  # (typed counts on)
             return old.number
-        if old is not None:
+        if old is not None and not old.typed and old.at_typed_place(before, after):
+            del self.pending[document]  # another answer in its place, never judged
+            self.counts["replaced"] += 1
+        elif old is not None:
             self._end(old, "typed_through" if old.typed else "rejected")
         self._numbers += 1
         self.pending[document] = Shown(self._numbers, document, before, after, text)
@@ -98,30 +114,54 @@ class Acceptance:
 
     def continues(self, document: str, before: str, after: str, text: str) -> bool:
         """Whether `text` at the cursor `before`|`after` is the rest of the suggestion on screen
-        that the person is typing through (the same suggestion, not a new one)."""
+        that the person is typing through, or it again where it was shown (the same suggestion,
+        not a new one). The rest may have grown since: an early answer showed its first line
+        while the generation went on into the cache, and the answer at the next key holds the
+        lines after it too; or it may be shorter (an in-flight answer's complete lines)."""
         old = self.pending.get(document)
-        return bool(
-            old is not None
-            and old.progress
-            and old.at_typed_place(before, after)
-            and text == old.text[old.progress :]
-        )
+        if old is None or not text or not old.at_typed_place(before, after):
+            return False
+        rest = old.text[old.progress :]
+        return text.startswith(rest) or rest.startswith(text)
 
     def hidden(self) -> None:
         """The gate kept a suggestion off the screen."""
         self.counts["hidden"] += 1
 
     def asked(self, document: str, before: str, after: str) -> None:
-        """A new request for the document: at the place being typed through, nothing ends; at
-        the very place shown with nothing typed, the suggestion was dismissed; elsewhere, the
-        cursor moved away."""
+        """A new request for the document: at the place being typed through, or at the very
+        place shown (asked again, cycled), nothing ends; elsewhere, the cursor moved away."""
         shown = self.pending.get(document)
-        if shown is None or (shown.progress and shown.at_typed_place(before, after)):
+        if (
+            shown is None
+            or shown.at_typed_place(before, after)
+            or self._typed_over(shown, before, after)
+        ):
             return
         self._end(shown, "typed_through" if shown.typed else "rejected")
 
-    def changed(self, document: str, text: str) -> None:
-        """The document's text after an edit."""
+    def _typed_over(self, shown: Shown, before: str, after: str) -> bool:
+        """Whether the cursor moved on over characters after it that are the suggestion's
+        next ones, the text unchanged: a closing bracket or quote the editor had put there
+        itself (VS Code's auto-close), typed over. A key typed along it."""
+        k = len(before) - len(shown.before) - shown.progress
+        done = shown.progress + k
+        if not (
+            k > 0
+            and shown.after[:k] == shown.text[shown.progress : done]
+            and before.startswith(shown.before)
+            and before.endswith(shown.text[:done])
+            and after == shown.after[k:]
+        ):
+            return False
+        shown.progress, shown.typed, shown.after = done, shown.typed + 1, after
+        if done == len(shown.text):
+            self._end(shown, "typed_through")
+        return True
+
+    def changed(self, document: str, text: str, keys: int = 0) -> None:
+        """The document's text after an edit; `keys`: how many keys the client's notification
+        held if each of its changes was one (a batch of typing, `typed_keys`), else 0."""
         shown = self.pending.get(document)
         if shown is None:
             return
@@ -131,15 +171,21 @@ class Acceptance:
             return
         inserted = text[head:tail]
         step = len(inserted) - shown.progress  # what this change added at the place
+        added = inserted[shown.progress :] if step > 0 else ""
+        if added in PAIRS and shown.text[shown.progress : shown.progress + 1] == added[0]:
+            # the suggestion's next character typed, and the editor closed it after the cursor
+            shown.after, inserted, step, added = added[1] + shown.after, inserted[:-1], 1, added[0]
+        typing = step > 0 and (keys > 0 or is_key(added))  # (else a part inserted at once)
         if inserted.startswith(shown.text):
-            if step == 1 and len(inserted) == len(shown.text):
-                shown.typed += 1
-            self._end(shown, "typed_through" if step == 1 else "accepted", len(shown.text))
+            whole = typing and len(inserted) == len(shown.text)
+            if whole:
+                shown.typed += max(keys, 1)
+            self._end(shown, "typed_through" if whole else "accepted", len(shown.text))
         elif shown.text.startswith(inserted) and inserted.startswith(shown.text[: shown.progress]):
-            if step > 1:
+            if typing:
+                shown.progress, shown.typed = len(inserted), shown.typed + max(keys, 1)
+            elif step > 0:
                 self._end(shown, "partial", len(inserted))
-            elif step == 1:
-                shown.progress, shown.typed = len(inserted), shown.typed + 1
             else:  # (deleted back towards the place: still the suggestion's text)
                 shown.progress = len(inserted)
         else:
@@ -189,7 +235,8 @@ class Acceptance:
         counts = self.counts
         decided = sum(counts[k] for k in OUTCOMES)
         taken = counts["accepted"] + counts["partial"]
-        data: dict[str, Any] = {key: counts[key] for key in ("shown", *OUTCOMES, "hidden")}
+        keys = ("shown", *OUTCOMES, "hidden", "replaced")
+        data: dict[str, Any] = {key: counts[key] for key in keys}
         data["chars_accepted"] = counts["chars_accepted"]
         data["rate"] = round(taken / decided, 4) if decided else None
         for seconds in self.retention_s:
@@ -218,6 +265,25 @@ class Acceptance:
         self.history.setdefault(shown.document, deque(maxlen=HISTORY)).append(outcome)
 
 
+def is_key(inserted: str) -> bool:
+    """Whether one change inserting `inserted` is one key: a character, or a line break with
+    the indentation the editor put after it (Enter with auto-indent), or indentation alone (Tab
+    with spaces)."""
+    if len(inserted) == 1:
+        return True
+    body = inserted.removeprefix("\r\n").removeprefix("\n")
+    return bool(inserted) and not body.strip(" \t")
+
+
+def typed_keys(inserted: Sequence[str]) -> int:
+    """How many keys a notification of changes inserting `inserted` (one text per change, in
+    order) held, if each was one key (`is_key`; a deletion, "", too); else 0. One change: 0
+    (`changed` reads a lone change itself, from the text)."""
+    if len(inserted) < 2 or not all(not text or is_key(text) for text in inserted):
+        return 0
+    return sum(1 for text in inserted if text)
+
+
 def still_there(accepted: str, text: str, offset: int) -> bool:
     """Whether `accepted` (once at `offset`) is still in `text` near there, within an edit
     distance of half its length (its first NEEDLE_MAX characters)."""
@@ -229,15 +295,14 @@ def still_there(accepted: str, text: str, offset: int) -> bool:
 
 
 def distance_in(needle: str, hay: str) -> int:
-    """The least edit distance between `needle` and any stretch of `hay` (Sellers: the DP of
-    Levenshtein with a free start and end in `hay`)."""
-    column = list(range(len(needle) + 1))
-    best = column[-1]
-    for ch in hay:
-        previous_diagonal, column[0] = column[0], 0
-        for i, nc in enumerate(needle, 1):
-            above = column[i]
-            column[i] = min(above + 1, column[i - 1] + 1, previous_diagonal + (nc != ch))
-            previous_diagonal = above
-        best = min(best, column[-1])
-    return best
+    """The edit distance between `needle` and the stretch of `hay` most like it: the stretch
+    of its length that rapidfuzz's partial_ratio aligns with it (insertions and deletions, in
+    C), then the Levenshtein distance to that stretch. (A stretch best by that measure, not
+    always the least Levenshtein distance over every stretch; the check's threshold, half the
+    needle, is far coarser than their difference.)"""
+    if len(hay) <= len(needle):
+        return int(Levenshtein.distance(needle, hay))
+    found = fuzz.partial_ratio_alignment(needle, hay)
+    if found is None:  # (no character in common: the stretch is any one of its length)
+        return len(needle)
+    return int(Levenshtein.distance(needle, hay[found.dest_start : found.dest_end]))

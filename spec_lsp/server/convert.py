@@ -10,6 +10,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate
+from typing import Any
 from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
@@ -67,6 +68,14 @@ def after_edit(
     if len(lines) == 1:
         return lsp.Position(start.line, start.character + count(lines[0]))
     return lsp.Position(start.line + len(lines) - 1, count(lines[-1]))
+
+
+def inserted_texts(changes: Sequence[Any] | None) -> list[str]:
+    """What each incremental change of a didChange inserted, in order (a deletion: ""); empty if
+    any change sent the whole document (then the keys of a batch are not known)."""
+    if not changes or not all(isinstance(c, lsp.TextDocumentContentChangePartial) for c in changes):
+        return []
+    return [change.text for change in changes]
 
 
 def edit_end(old: str, new: str) -> int | None:

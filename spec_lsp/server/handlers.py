@@ -15,6 +15,7 @@ from urllib.parse import unquote
 from lsprotocol import types as lsp
 
 from spec_lsp.server import convert, heap
+from spec_lsp.server.acceptance import typed_keys
 from spec_lsp.server.language_server import SpecLanguageServer
 from spec_lsp.server.protocol import LspTextDocument
 
@@ -42,11 +43,12 @@ async def inline_completion(
     )
     ls.acceptance.asked(request.document_id, request.prefix, request.suffix)
     completion = await ls.scheduler.complete(request, invoked=invoked)
-    still_open = ls.workspace.text_documents.get(unquote(params.text_document.uri)) is not None
-    if completion is not None and completion.stats.cache != "typed_through" and still_open:
-        ls.scheduler.precompute(request, completion)  # (a closed document's is released)
-    completion, number = ls.show(request, completion, invoked=invoked)
-    return convert.to_inline_list(document, position, completion, selected, number)
+    shown = ls.show(request, completion, invoked=invoked)  # (showing.py: what, and why)
+    if shown.precompute and shown.completion is not None:
+        ls.scheduler.precompute(request, shown.completion)
+    elif shown.stop_rest:
+        ls.scheduler.stop_rest(request.document_id)
+    return convert.to_inline_list(document, position, shown.completion, selected, shown.number)
 
 
 async def completion(ls: SpecLanguageServer, params: lsp.CompletionParams) -> lsp.CompletionList:
@@ -115,8 +117,9 @@ def document_changed(
     if document is None:
         return
     ls.scheduler.engine.document_changed(document.uri, document.source)
-    ls.acceptance.changed(document.uri, document.source)
     changes = getattr(params, "content_changes", None)
+    keys = typed_keys(convert.inserted_texts(changes))  # (a client's batch of keys)
+    ls.acceptance.changed(document.uri, document.source, keys)
     units = document.position_codec.client_num_units  # (the negotiated encoding's)
     where = convert.after_edit(changes[-1], units) if changes else None
     if where is None and changes and isinstance(document, LspTextDocument):
@@ -173,6 +176,7 @@ def stats(ls: SpecLanguageServer, params: Any) -> dict[str, Any]:
     server = {"ready": engine.ready, "load_error": ls.load_error, "file_events": ls.file_events}
     data = {**engine.stats(), **ls.scheduler.stats(), **server}
     data["acceptance"] = ls.acceptance.report()
+    data["shown_why"] = ls.showing.report()  # each verdict's count (showing.py)
     documents = list(ls.workspace.text_documents.values())
     data["memory"]["open_documents"] = {
         "count": len(documents),

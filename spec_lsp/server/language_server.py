@@ -17,11 +17,12 @@ from pygls.workspace import TextDocument
 
 from spec_lsp import __version__, config
 from spec_lsp.config import Settings
-from spec_lsp.engine import Completion, CompletionRequest, Engine, EngineError, confidence, loading
+from spec_lsp.engine import Completion, CompletionRequest, Engine, EngineError, loading
 from spec_lsp.server import convert
 from spec_lsp.server.acceptance import RETENTION_S, Acceptance
 from spec_lsp.server.protocol import SpecProtocol
 from spec_lsp.server.scheduler import Scheduler
+from spec_lsp.server.showing import Showing, Verdict
 
 log = logging.getLogger(__name__)
 CLIENT_TIMEOUT_S = 5.0  # how long to wait for the client's answer to our own requests
@@ -48,6 +49,7 @@ class SpecLanguageServer(LanguageServer):
         # load, then "registered", "unsupported" (no dynamic registration) or "refused"
         self.file_events = "pending"
         self.acceptance = Acceptance(retention_s=retention_s(), on_kept=self._wake_for_retention)
+        self.showing = Showing(self.acceptance)
         self._retention_timer: asyncio.TimerHandle | None = None
 
     def focus(self, uri: str, *, told: bool = False) -> None:
@@ -98,25 +100,20 @@ class SpecLanguageServer(LanguageServer):
     # -- what is shown, and what becomes of it -------------------------------------------------
     def show(
         self, request: CompletionRequest, completion: Completion | None, *, invoked: bool
-    ) -> tuple[Completion | None, int | None]:
-        """The confidence gate on a suggestion the editor asked for as the person typed (one
-        they asked for is shown whole, and so is the rest of one on screen that they type
-        through), then the record of what is shown: the completion to answer with and its
-        number (the item's command argument), or (None, None)."""
-        if completion is None or not completion.text:
-            return completion, None
-        document, before, after = request.document_id, request.prefix, request.suffix
-        on_screen = self.acceptance.continues(document, before, after, completion.text)
+    ) -> Verdict:
+        """What is shown of the answer to `request`, and the work that follows it (showing.py:
+        the one place that decides)."""
+        document = self.workspace.text_documents.get(unquote(request.document_id))
         engine = self.scheduler.engine  # (its weights are the model's: none, the gate off)
-        threshold = 0.0 if invoked or on_screen else engine.gate_threshold
-        last = self.acceptance.last_outcome(document)
-        text, assessed = confidence.gate(request, completion, threshold, last, engine.gate)
-        if not text:  # (the gate's verdict: whole or nothing)
-            self.acceptance.hidden()
-            if assessed is not None:
-                log.debug("%s: suggestion hidden (confidence %.2f)", document, assessed.score)
-            return None, None
-        return completion, self.acceptance.shown(document, before, after, text)
+        return self.showing.decide(
+            request,
+            completion,
+            invoked=invoked,
+            threshold=engine.gate_threshold,
+            gate=engine.gate,
+            still_open=document is not None,
+            stale=document is not None and (document.version or 0) != request.version,
+        )
 
     def _wake_for_retention(self, due: float) -> None:
         """A text was kept for its retention checks, the first at `due`: wake then (a wake
@@ -238,9 +235,8 @@ class SpecLanguageServer(LanguageServer):
         else:
             engine.settings = settings
             engine.load(progress=report)
-        if engine.needs_profile:
-            report("measuring this machine's costs")
-            engine.ensure_profile()
+        # (this machine's cost profile, if not measured yet: idle work, after the load; plain
+        # decoding needs none, so the first requests are answered meanwhile)
 
     # -- model files replaced on disk: reload ----------------------------------------------------
     def _watch_models(self, settings: Settings) -> None:

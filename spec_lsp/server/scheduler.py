@@ -5,7 +5,9 @@ Every request gets exactly one answer:
 - an empty answer when the model is not ready, or when a newer request for the same document
   supersedes it (it is the editor's keystroke, not a cancellation: the editor did not ask). A
   request the person asked for (Invoked) while the model loads waits for the load, at most
-  INVOKED_LOAD_WAIT_S; one the editor sent as they typed (Automatic) does not wait;
+  INVOKED_LOAD_WAIT_S, and so does one the editor sent as they typed (Automatic: the editor
+  does not ask again when the load ends; Neovim asks once per pause), the newest per document
+  only (an older one is answered empty);
 - pygls' RequestCancelled error after `$/cancelRequest`, which cancels the handler's task. A
   decode already running goes on for CANCEL_GRACE_S, in case the next keystroke's request typed
   into what it writes (VS Code cancels each key's request as it sends the next) and takes it
@@ -58,6 +60,7 @@ class Scheduler:
         self.debounce_s = debounce_s
         self.closed = False
         self.counts: Counter[str] = Counter()
+        self.follow_on: Counter[str] = Counter()  # precomputes started, rests stopped
         self.latencies: deque[float] = deque(maxlen=1000)
         self.queue_waits: deque[float] = deque(maxlen=1000)  # from queued to the worker starting
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spec-lsp-engine")
@@ -74,6 +77,7 @@ class Scheduler:
         self.first_load = True  # the load `initialized` starts has not ended yet
         self.held = False  # hold(): no background or idle work starts
         self._pending_prewarm: tuple[CompletionRequest, CancelToken] | None = None
+        self._waiting: dict[str, int] = {}  # per document: the newest request waiting for a load
         self._growing = False  # the idle work (engine.idle_step) is running
         engine.on_idle_work = self._wake
 
@@ -96,6 +100,7 @@ class Scheduler:
         finally:
             self.loading -= 1
             self.first_load = False
+            self._idle_soon()  # (a model loaded: its cost profile may be to measure)
 
     def _submit(self, job: Callable[..., T], *args: Any) -> Future[T]:
         """executor.submit, counting the job as queued until it finishes or is cancelled."""
@@ -131,8 +136,14 @@ class Scheduler:
         return result
 
     async def _complete(self, request: CompletionRequest, invoked: bool) -> Outcome:
-        if self.closed or not (self.engine.ready or (invoked and await self._loaded())):
+        if self.closed:
             return None, "not_ready"
+        if not self.engine.ready:
+            if not (self.loading or self.first_load):  # (no load to wait for: it failed)
+                return None, "not_ready"
+            waited = await self._loaded(request.document_id)
+            if waited != "ready":
+                return None, waited
         cached = self.engine.peek(request)  # typed through a suggestion: answered at once
         if cached is not None:
             return cached, "typed_through"
@@ -306,16 +317,25 @@ class Scheduler:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
                 loop.call_soon_threadsafe(self._idle_soon)
 
-    async def _loaded(self) -> bool:
-        """Wait while a model loads (bounded); True if the engine is ready then."""
+    async def _loaded(self, document: str) -> str:
+        """Wait while a model loads (bounded): "ready" if the engine is ready then,
+        "superseded" if a newer request for the document came meanwhile, else "not_ready"."""
+        number = self._waiting[document] = self._waiting.get(document, 0) + 1
         deadline = time.monotonic() + INVOKED_LOAD_WAIT_S
-        while (
-            (self.loading or self.first_load)
-            and not self.engine.ready
-            and time.monotonic() < deadline
-        ):
-            await asyncio.sleep(0.05)
-        return self.engine.ready and not self.closed
+        try:
+            while (
+                (self.loading or self.first_load)
+                and not self.engine.ready
+                and time.monotonic() < deadline
+                and self._waiting[document] == number
+            ):
+                await asyncio.sleep(0.05)
+            if self._waiting[document] != number:
+                return "superseded"
+            return "ready" if self.engine.ready and not self.closed else "not_ready"
+        finally:
+            if self._waiting.get(document) == number:
+                del self._waiting[document]
 
     def _supersede(self, document: str, *, keep: Job | None) -> None:
         """Older requests for the document answer empty now; their generation stops at its next
@@ -368,6 +388,7 @@ class Scheduler:
         self._background.cancel("a newer suggestion")
         self._stop_idle("a newer suggestion")
         token = self._background = CancelToken()
+        self.follow_on["precomputes"] += 1
 
         def job() -> None:
             if token.cancelled:
@@ -380,6 +401,15 @@ class Scheduler:
                 log.exception("precompute crashed")
 
         self._submit(job).add_done_callback(self._idle_after)
+
+    def stop_rest(self, document: str) -> None:
+        """The answer to the document's last request was hidden: the rest of its generation,
+        going on in the background (answered early), stops, unless a newer request waits on
+        it (typed into it). Its end lets the idle work run again."""
+        job = self._jobs.get(document)
+        if job is not None and not job[0].done() and not self._live.get(document):
+            job[1].cancel("its suggestion was hidden")
+            self.follow_on["rests_stopped"] += 1
 
     def prewarm(self, request: CompletionRequest) -> None:
         """After an edit: once nothing has happened for PREWARM_DELAY_S (no newer edit, no
@@ -453,10 +483,11 @@ class Scheduler:
         not_ready + cancelled; errors counts engine crashes, answered empty), the latency
         of the answers that count (not the not-ready or superseded ones), and the work pending:
         requests not yet answered, generations running, jobs queued for the worker (all 0 when
-        idle); and whether the idle work (evaluating while the person reads) runs now."""
+        idle); the work that followed shown suggestions (showing.py decides); and whether the idle work (evaluating while the person reads) runs now."""
         latencies = sorted(self.latencies)
         return {
             "server_requests": dict(self.counts),
+            "follow_on": {"precomputes": 0, "rests_stopped": 0, **self.follow_on},
             "idle_work_running": self._growing,
             "pending": {
                 "requests": sum(len(live) for live in self._live.values()),

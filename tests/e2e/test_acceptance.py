@@ -123,3 +123,100 @@ async def test_typing_along_an_invoked_suggestion_keeps_it_on_screen_under_the_g
     assert rest and rest[0].insert_text.endswith(item.insert_text[1:])
     numbers = await stats(client)
     assert numbers.acceptance.hidden == 0 and numbers.cache_hits.typed_through == 1
+
+
+@pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="60"))
+async def strict_early(lsp_client: LanguageClient):
+    """The gate at 1 (every Automatic answer hidden unless on screen), answers early."""
+    settings = {"precompute": False, "gateThreshold": 1.0, "drafter": "none"}
+    await start(lsp_client, {**settings, "answerBudgetMs": 5000})
+    await wait_ready(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_an_early_answered_suggestion_typed_along_stays_when_its_rest_grew(strict_early):
+    """Invoked, answered at its first line while the rest goes on into the cache: the key typed
+    along it is answered with more than was shown (the first line's rest and the lines after),
+    still the suggestion on screen, not gated again."""
+    client, uri = strict_early, "file:///work/gate-early.py"
+    open_doc(client, "class Point:\n", uri=uri)
+    first = (await inline(client, 1, 0, uri=uri, kind=INVOKED)).items[0].insert_text
+    assert "\n" not in first and (await stats(client)).server_requests.answered_early == 1
+    await settled(client)  # (the person reads it: the rest is in the cache by now)
+    edit(client, (1, 0), (1, 0), first[0], version=2, uri=uri)  # a key typed along it
+    rest = (await inline(client, 1, 1, uri=uri)).items
+    assert rest, "the suggestion on screen vanished at the first key typed along it"
+    assert rest[0].insert_text.startswith(first) and "\n" in rest[0].insert_text
+    numbers = await stats(client)
+    assert numbers.acceptance.hidden == 0 and numbers.acceptance.shown == 1
+    assert numbers.cache_hits.typed_through == 1 and numbers.shown_why.on_screen == 1
+
+
+@pytest_lsp.fixture(config=server_config())
+async def precomputing(lsp_client: LanguageClient):
+    await start(lsp_client, {"gateThreshold": 1.0})  # (precompute on: the default)
+    await wait_ready(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_hidden_suggestion_costs_no_follow_on_work(precomputing):
+    """The gate hides the Automatic answer: nothing is precomputed after it (which would also
+    stop the context block's idle work); a shown (Invoked) one's next suggestion is."""
+    client, uri = precomputing, "file:///work/hidden.py"
+    open_doc(client, TEXT, uri=uri)
+    assert not (await inline(client, 2, 6, uri=uri)).items
+    await settled(client)
+    numbers = await stats(client)
+    assert numbers.shown_why.hidden == 1 and numbers.follow_on.precomputes == 0
+    open_doc(client, TEXT, uri="file:///work/shown.py")
+    assert (await inline(client, 2, 6, uri="file:///work/shown.py", kind=INVOKED)).items
+    await settled(client)
+    assert (await stats(client)).follow_on.precomputes == 1
+
+
+def changes(client: LanguageClient, uri: str, version: int, *edits: tuple[int, int, str]) -> None:
+    """One didChange of several insertions (line, character, text), as Neovim batches keys."""
+    client.text_document_did_change(
+        lsp.DidChangeTextDocumentParams(
+            lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            [
+                lsp.TextDocumentContentChangePartial(
+                    range=lsp.Range(lsp.Position(line, char), lsp.Position(line, char)), text=text
+                )
+                for line, char, text in edits
+            ],
+        )
+    )
+
+
+async def test_two_keys_batched_in_one_notification_are_typed_through(client):
+    uri = "file:///work/batched.py"
+    await shown(client, uri)  # "o(x):"
+    changes(client, uri, 2, (2, 6, "o"), (2, 7, "("))  # within Neovim's debounce
+    edit(client, (2, 8), (2, 8), "Z", version=3, uri=uri)  # then something else
+    numbers = await poll(client, lambda s: s.acceptance.typed_through == 1)
+    assert numbers.acceptance.partial == 0 and numbers.acceptance.rejected == 0
+
+
+async def test_enter_with_auto_indent_before_a_suggested_body_is_not_an_accept(client):
+    uri = "file:///work/enter.py"
+    open_doc(client, "import os\n\ndef foo(x):\n", uri=uri)
+    item = (await inline(client, 2, 11, uri=uri)).items[0]
+    assert item.insert_text.startswith("\n    return")
+    edit(client, (2, 11), (2, 11), "\n    ", version=2, uri=uri)  # Enter: the indent with it
+    edit(client, (3, 4), (3, 4), "Z", version=3, uri=uri)
+    numbers = await poll(client, lambda s: s.acceptance.typed_through == 1)
+    assert numbers.acceptance.partial == 0 and numbers.acceptance.accepted == 0
+
+
+async def test_asking_again_where_a_suggestion_stands_is_not_a_reject(client):
+    """Cycling (VS Code's Alt+]: an Invoked request at the same place) or asking again."""
+    uri = "file:///work/cycle.py"
+    item = await shown(client, uri)
+    again = (await inline(client, 2, 6, uri=uri, kind=INVOKED)).items[0]
+    assert again.insert_text == item.insert_text
+    edit(client, (2, 6), (2, 6), item.insert_text, version=2, uri=uri)  # Tab
+    numbers = await poll(client, lambda s: s.acceptance.accepted == 1)
+    assert numbers.acceptance.rejected == 0 and numbers.acceptance.shown == 1

@@ -10,6 +10,7 @@ import ast
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from spec_lsp.config import Settings
@@ -89,6 +90,12 @@ def test_hostile_settings_run_nothing_and_write_only_the_cache_and_log(tmp_path)
         assert proc.stdin is not None and proc.stdout is not None
         wire = Wire(proc.stdout, proc.stdin)
         wire.handshake()  # a good load first: adaptive drafting writes its cost profile
+        deadline = time.monotonic() + 30  # (measured in idle time after the load)
+        for i in range(1000):
+            if wire.call(f"p{i}", "specLsp/stats", None)["result"]["cost_profile"] is not None:
+                break
+            assert time.monotonic() < deadline, "no cost profile measured"
+            time.sleep(0.05)
         settings = {"specLsp": hostile_settings(marker)}
         wire.send(notification("workspace/didChangeConfiguration", {"settings": settings}))
         wire.send(did_open("file:///x.py", "def fo\n"))

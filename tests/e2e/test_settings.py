@@ -107,15 +107,22 @@ async def loading_client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def test_before_the_model_is_ready_answers_are_empty_and_progress_shows(loading_client):
+async def test_a_request_while_the_model_loads_is_answered_once_it_has_and_progress_shows(
+    loading_client,
+):
+    """The editor asks as the person types, once per pause (Neovim), and not again when the
+    load ends: the newest request per document waits for the load; an older one is answered
+    empty at once (superseded)."""
     client = loading_client
     open_doc(client, "def fo\n")
     loop = asyncio.get_running_loop()
     started = loop.time()
+    older = asyncio.ensure_future(inline(client, 0, 6))
+    await asyncio.sleep(0.1)
     result = await inline(client, 0, 6)
-    assert len(result.items) == 0 and loop.time() - started < 0.5
-    await wait_ready(client)
-    assert (await inline(client, 0, 6)).items
+    assert result.items and loop.time() - started > 0.3  # (the 0.8 s load)
+    assert len((await older).items) == 0
+    assert (await stats(client)).server_requests.superseded == 1
     (reports,) = client.progress_reports.values()
     assert [r.kind for r in (reports[0], reports[-1])] == ["begin", "end"]
     assert reports[0].title == "spec-lsp" and reports[-1].message == "ready"
@@ -140,12 +147,13 @@ async def test_shutdown_while_the_model_loads_is_answered_without_error(
 
 async def test_a_person_asking_while_the_model_loads_is_answered_once_it_has(loading_client):
     """Alt+\\ while the model loads: the answer comes when the load is done, not empty at once
-    (the person would have to ask again); the editor's own requests while typing do not wait."""
+    (the person would have to ask again); the editor's request before it is superseded."""
     client = loading_client
     open_doc(client, "def fo\n")
     loop = asyncio.get_running_loop()
     started = loop.time()
     automatic = asyncio.ensure_future(inline(client, 0, 6))
+    await asyncio.sleep(0.05)  # (sent first)
     invoked = await inline(client, 0, 6, kind=INVOKED)
     waited = loop.time() - started
     assert invoked.items and invoked.items[0].insert_text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ GHOST_TIMEOUT = float(os.environ.get("SPEC_LSP_E2E_TIMEOUT", "420" if REAL else 
 # A test waits up to GHOST_TIMEOUT for each of the load, the ghost text, the next line's and the
 # server's timing line; its own waits say which step it was, before the per-test timeout.
 pytestmark = [e2e, pytest.mark.timeout(4 * GHOST_TIMEOUT + 120)]
+RECORDER = Path(__file__).with_name("lsp_recorder.py")
 SHOTS = Path(os.environ.get("SPEC_LSP_E2E_OUT", EDITORS / ".cache" / "e2e-out"))
 
 # id: (document before typing, keys typed in insert mode at its end, expected first ghost line)
@@ -77,19 +79,24 @@ def nvim_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     pynvim = pytest.importorskip("pynvim")
     started = []
 
-    def start(binary: Path, native: bool | None):
+    def start(binary: Path, native: bool | None, record: Path | None = None):
+        """`record`: the messages between Neovim and the server go there (lsp_recorder)."""
         if not binary.exists():
             pytest.skip(f"{binary} not installed (run editors/scripts/setup-neovim.sh)")
         log = tmp_path / "server.log"
         init = tmp_path / "init.lua"
+        command = server_command(log)
+        if record is not None:
+            command = [sys.executable, str(RECORDER), str(record), "--", *command]
         init.write_text(
             INIT_LUA.format(
                 plugin=str(EDITORS / "neovim"),
-                cmd=json.dumps(server_command(log)),
+                cmd=json.dumps(command),
                 native="nil" if native is None else str(native).lower(),
             )
         )
-        # Neovim's own files (log, state) go to tmp; XDG_CACHE_HOME stays: the models live there.
+        # Neovim's own files (log, state) go to tmp; XDG_CACHE_HOME is the run's fresh one
+        # (tests/conftest.py: no cost profile, models through SPEC_LSP_MODELS_DIR).
         for kind in ("CONFIG", "DATA", "STATE"):
             monkeypatch.setenv(f"XDG_{kind}_HOME", str(tmp_path / kind.lower()))
         nv = pynvim.attach(
@@ -174,7 +181,7 @@ def test_ghost_text_typed_accepted(nvim_factory, tmp_path: Path, binary: Path, n
     )
     # The model loads in the background after `initialized`; an editor only asks while typing.
     t0 = time.monotonic()
-    wait_for("the model to load", lambda: stats(nv).get("models"), GHOST_TIMEOUT)
+    wait_for("the model to load", lambda: stats(nv).get("ready"), GHOST_TIMEOUT)
     load_s = time.monotonic() - t0
 
     nv.command("normal! G$")
@@ -269,7 +276,7 @@ def test_entering_a_buffer_moves_the_file_prefix_there(
         lambda: nv.exec_lua("local c = require('spec_lsp').client(0); return c and c.initialized"),
         30,
     )
-    wait_for("the model to load", lambda: stats(nv).get("models"), GHOST_TIMEOUT)
+    wait_for("the model to load", lambda: stats(nv).get("ready"), GHOST_TIMEOUT)
     # (the first file's didOpen may have come before the model was loaded: count from here)
     loaded = stats(nv)["file_prefix"]["focused"]
     nv.command(f"edit {second}")  # didOpen: the second takes it

@@ -27,6 +27,9 @@ const BACKEND = env('SPEC_LSP_E2E_BACKEND', 'fake');
 const OUT = env('SPEC_LSP_E2E_OUT');
 const REAL = BACKEND === 'real';
 const TIMEOUT_S = Number(env('SPEC_LSP_E2E_TIMEOUT', REAL ? '600' : '60'));
+const RECORD = process.env.SPEC_LSP_E2E_RECORD; // a file: record the messages (sequences below)
+const PYTHON = env('SPEC_LSP_PYTHON', path.join(path.dirname(SPEC_LSP), 'python'));
+const RECORDER = path.join(path.dirname(new URL(import.meta.url).pathname), 'lsp_recorder.py');
 
 const require = createRequire(import.meta.url);
 const { chromium } = require(path.join(PLAYWRIGHT, 'node_modules', 'playwright-core'));
@@ -98,8 +101,9 @@ function setUp() {
     // No suggest widget (word-based suggestions would take Tab); the ghost text is the subject.
     'editor.quickSuggestions': { other: false, comments: false, strings: false },
     'editor.suggestOnTriggerCharacters': false,
-    'specLsp.serverCommand': SPEC_LSP,
-    'specLsp.serverArgs': serverArgs,
+    // SPEC_LSP_E2E_RECORD: the messages go through tests/editors/lsp_recorder.py into that file
+    'specLsp.serverCommand': RECORD ? PYTHON : SPEC_LSP,
+    'specLsp.serverArgs': RECORD ? [RECORDER, RECORD, '--', SPEC_LSP, ...serverArgs] : serverArgs,
     'specLsp.statsIntervalMs': 1000,
   };
   fs.writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
@@ -110,18 +114,35 @@ function setUp() {
   fs.writeFileSync(path.join(dirs.userData, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));
   // A key for "Trigger Inline Suggestion" (triggerKind Invoked), used if the model was still
   // loading when we typed: editors only ask while typing.
-  const keybindings = [{ key: 'ctrl+alt+g', command: 'editor.action.inlineSuggest.trigger', when: 'editorTextFocus' }];
+  // accept-line has no default key: ours, for the recorded sequences
+  const keybindings = [
+    { key: 'ctrl+alt+g', command: 'editor.action.inlineSuggest.trigger', when: 'editorTextFocus' },
+    { key: 'ctrl+alt+l', command: 'editor.action.inlineSuggest.acceptNextLine', when: 'inlineSuggestionVisible' },
+  ];
   fs.writeFileSync(path.join(dirs.userData, 'User', 'keybindings.json'), JSON.stringify(keybindings));
   fs.writeFileSync(path.join(dirs.workspace, 'demo.py'), CASE.before);
+  if (RECORD) {  // (before the workbench starts: Quick Open lists them)
+    for (const [name] of SEQUENCES) fs.writeFileSync(path.join(dirs.workspace, `seq-${name}.py`), 'import os\n\n');
+  }
   return { dirs, serverLog };
 }
 
+// The models the machine has pulled (the one thing shared with it: everything else spec-lsp
+// keeps, cost profiles and probe verdicts, starts empty, as on a fresh machine)
+const MODELS_DIR = process.env.SPEC_LSP_MODELS_DIR
+  ?? path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'spec-lsp', 'models');
+
 function codeServerEnv(dirs) {
-  return {
+  const env = {
     ...process.env,
     XDG_CONFIG_HOME: path.join(dirs.xdg, 'config'),
     XDG_DATA_HOME: path.join(dirs.xdg, 'data'),
+    XDG_CACHE_HOME: path.join(dirs.xdg, 'cache'),
+    SPEC_LSP_MODELS_DIR: MODELS_DIR,
   };
+  delete env.SPEC_LSP_PROFILE_DIR;
+  delete env.SPEC_LSP_PROBE_DIR;
+  return env;
 }
 
 async function startCodeServer(dirs) {
@@ -308,6 +329,56 @@ async function ghostStep(page, file, name, act, serverLog) {
   return step;
 }
 
+// What a person does with a suggestion, each in a file of its own (seq-<name>.py), so that
+// tests/editors/sequences.py can cut the recording into one fixture per action: [name, what is
+// typed first, the action]. Fake model: `def fo` -> `o(x):`, `def foo(x):` -> the body below.
+const steps = (...keys) => async (page) => {  // keys pressed, pauses (ms) between
+  for (const key of keys) {
+    if (typeof key === 'number') await sleep(key);
+    else await page.keyboard.press(key);
+  }
+};
+const SEQUENCES = [
+  ['accept', 'def fo', steps('Tab')],
+  // (" foo(x):": VS Code's first word is the space; the second, "foo")
+  ['accept-word', 'def', steps(700, 'Control+ArrowRight', 700, 'Control+ArrowRight')],
+  ['accept-line', 'def foo(x):', steps('Enter', 1000, 'Control+Alt+L')],
+  ['typing-along', 'def fo', (page) => page.keyboard.type('o(xZ', { delay: 400 })],
+  ['batched-keys', 'def fo', (page) => page.keyboard.type('o(Z', { delay: 0 })],
+  ['enter-autoindent', 'def foo(x):', steps('Enter', 600, 'r', 300, 'e', 300, 't', 300, 'Z')],
+  ['cycling', 'def fo', steps('Alt+BracketRight', 600, 'Alt+BracketLeft', 600, 'Tab')],
+  ['escape', 'def fo', steps('Escape', 600, 'Z')],
+];
+
+async function recordSequences(page, dirs) {
+  const done = [];
+  const only = process.env.SPEC_LSP_E2E_SEQUENCES?.split(',');  // (a few of them)
+  for (const [name, typed, act] of SEQUENCES.filter(([name]) => !only || only.includes(name))) {
+    const file = path.join(dirs.workspace, `seq-${name}.py`);
+    await waitFor(`quick open (${name})`, async () => {
+      await page.keyboard.press('Control+P');
+      return page.locator('.quick-input-widget input').isVisible();
+    }, 30_000, 1000);
+    await page.keyboard.type(`seq-${name}.py`);
+    const row = page.locator('.quick-input-list .monaco-list-row', { hasText: `seq-${name}.py` }).first();
+    await row.waitFor({ timeout: 20_000 });
+    await row.click(); // (Enter takes the row highlighted: a file opened recently may be it)
+    await waitFor(`seq-${name}.py in the editor`, async () =>
+      (await page.locator('.editor-group-container .tab.active').textContent())?.includes(`seq-${name}.py`), 20_000);
+    await page.locator('.editor-group-container .monaco-editor .view-lines').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type(typed, { delay: 60 });
+    await waitFor(`ghost text (${name})`, () => ghostText(page), 20_000, 100);
+    await sleep(300);
+    await act(page);
+    await sleep(1500); // (the last change and request, before the next file)
+    log(`recorded: ${name}`);
+    done.push({ name, uri: `file://${file}` });
+  }
+  fs.writeFileSync(`${RECORD}.files.json`, JSON.stringify(done, null, 1));
+  return done;
+}
+
 async function main() {
   fs.mkdirSync(OUT, { recursive: true });
   for (const old of fs.readdirSync(OUT)) {
@@ -388,6 +459,7 @@ async function main() {
     await runCommand(page, 'spec-lsp: Toggle Completions');
     await waitFor('the status bar back on', async () => !(await statusText(page))?.html.includes('circle-slash'), 15_000);
     log('toggle off/on: ok');
+    if (RECORD && !REAL) result.sequences = await recordSequences(page, dirs);
     result.ok = true;
   } catch (error) {
     result.error = String(error?.stack ?? error);

@@ -247,7 +247,10 @@ def test_names_the_file_binds_itself_are_not_looked_up() -> None:
     assert not any(c.reason.startswith("definition:") for c in chunks)
 
 
-def test_names_bound_by_an_import_from_elsewhere_or_on_self_are_not_looked_up() -> None:
+def test_a_name_imported_from_an_unresolved_module_is_not_an_unrelated_files_class() -> None:
+    """`from requests import Session`: requests resolves to no known file, and the workspace's
+    own class Session (in other.py) is no definition of it: nothing, not the wrong class; names
+    bound on self or by a resolved import are not looked up either."""
     main = (
         "import errno\nfrom requests import Session\n\n\nclass Client:\n"
         "    def __init__(self):\n        (self.host, self.port) = ('h', 80)\n\n"
@@ -258,11 +261,12 @@ def test_names_bound_by_an_import_from_elsewhere_or_on_self_are_not_looked_up() 
         "class Url:\n    @property\n    def port(self):\n        return 1\n"
     )
     chunks = choose("/p/main.py", main, {"/p/main.py": main, "/p/other.py": others})
-    # (Session: imported from a module that resolves to no known file, so looked up by name:
-    # test_an_import_that_resolves_to_no_file_falls_back_to_the_name)
-    assert [c.reason for c in chunks if c.reason.startswith("definition:")] == [
-        "definition:Session"
-    ]
+    assert [c.reason for c in chunks if c.reason.startswith("definition:")] == []
+    # a vendored copy of the module is one (test_an_import_that_resolves_to_no_file_falls_...)
+    vendored = {"/p/main.py": main, "/p/other.py": others, "/p/vendor/requests/sessions.py": others}
+    chunks = choose("/p/main.py", main, vendored)
+    found = [(c.path, c.reason) for c in chunks if c.reason.startswith("definition:")]
+    assert found == [("vendor/requests/sessions.py", "definition:Session")]
 
 
 def test_an_import_that_resolves_to_no_file_falls_back_to_the_name() -> None:

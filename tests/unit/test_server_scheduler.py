@@ -101,7 +101,7 @@ def scheduler(engine):
 
 
 async def test_not_ready_is_answered_at_once(engine, scheduler):
-    engine.ready = False
+    engine.ready, scheduler.first_load = False, False  # (no load to wait for: it failed)
     assert await scheduler.complete(req("a")) is None
     assert scheduler.counts["not_ready"] == 1 and engine.started == []
 

@@ -85,10 +85,16 @@ def run(
     params=None,
     seed=0,
     continuation=(),
+    guide=None,
 ):
     stats = DecodeStats()
     job = DecodeJob(
-        prompt, max_tokens, params or SamplingParams(), frozenset({STOP}), continuation=continuation
+        prompt,
+        max_tokens,
+        params or SamplingParams(),
+        frozenset({STOP}),
+        continuation=continuation,
+        guide=guide,
     )
     out = generate(
         fake_target(),

@@ -114,6 +114,16 @@ class Use:
     receivers: set[str] = field(default_factory=set)  # `m` of `m.x`
 
 
+def names_module(module: str, path: str) -> bool:
+    """Whether `path` may hold `module` (as written in an import) though the import did not
+    resolve to it: one of the path's names begins or ends with one of the module's (a vendored
+    copy `vendor/plane_impl.py` of `geometry.plane`, a `src/geometry/` layout); `requests` and
+    `other.py`: no."""
+    parts = [part.lower() for part in re.split(r"[./\\]+", module) if part]
+    segments = [seg.lower() for seg in re.split(r"[/\\]+", path.rsplit(".", 1)[0]) if seg]
+    return any(seg.startswith(part) or seg.endswith(part) for part in parts for seg in segments)
+
+
 @dataclass
 class Import:
     """What an import statement of the current file brings in."""
@@ -600,7 +610,8 @@ class _Imports:
                 continue
             for local, original in entry.names.items():
                 if local not in self.by_name and any(
-                    not d.parent for _p, d in index.lookup(original)
+                    not d.parent and names_module(entry.module, p)
+                    for p, d in index.lookup(original)
                 ):
                     self.by_name[local] = (entry, original)
                     self.unresolved.append((local, original))
@@ -718,13 +729,14 @@ def _definitions_of(use: Use, place: _Place, found: _Imports) -> list[tuple[str,
     """Where the name is defined, as the current file's imports say, else anywhere (unless that
     is too many places to choose from)."""
     index = place.index
+    unresolved = ""  # the module of a name imported from one that resolves to no known file
     if use.name in found.by_name:  # from m import name
         entry, original = found.by_name[use.name]
         hits = [(p, d) for p, d in index.lookup(original) if p in entry.paths and not d.parent]
         if hits:
             return hits[:PER_NAME]
-        if not entry.paths:  # m resolves to no known file: the name, wherever it is defined
-            use = Use(original, use.distance, True, use.receivers)
+        if not entry.paths:  # m resolves to no known file: the name, where m may be
+            use, unresolved = Use(original, use.distance, True, use.receivers), entry.module
     for receiver in sorted(use.receivers):  # m.name, m imported
         module = found.by_alias.get(receiver)
         if module is not None:
@@ -744,6 +756,8 @@ def _definitions_of(use: Use, place: _Place, found: _Imports) -> list[tuple[str,
         return starred[:PER_NAME]
     if len(everywhere) > AMBIGUOUS:
         return []
+    if unresolved:  # (`from requests import Session`: no class Session of an unrelated file)
+        everywhere = [(p, d) for p, d in everywhere if names_module(unresolved, p)]
     return sorted(
         everywhere,
         key=lambda pd: (

@@ -15,8 +15,12 @@ import numpy as np
 
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
+from spec_lsp.engine.decode import guided
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
+from spec_lsp.engine.drafters.last_suggestion import TAIL as LAST_TAIL
+from spec_lsp.engine.drafters.last_suggestion import beside
 from spec_lsp.engine.policy.adaptive import DraftPolicy
+from spec_lsp.engine.policy.realized import CONTINUATION, SYMBOL
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
 Shadows = list[tuple[int, list[int], int | None]]  # (position in out, proposal, strength)
@@ -40,6 +44,7 @@ class DecodeJob:
         None  # token healing: the first token must be one of these
     )
     logprobs: bool = True  # record each token's log probability (what the gate reads)
+    guide: guided.Guide | None = None  # names that exist: every verified row is guided first
 
 
 def verify(
@@ -94,6 +99,7 @@ def generate(
 ) -> list[int]:
     """Generate up to job.max_tokens tokens after job.prompt; return them (stop token excluded)."""
     started = time.perf_counter()
+    policy.begin(job.max_tokens)
     # a cancel here means nobody waits for this prompt (a newer key typed into it takes the
     # generation over instead): stop the chunk being computed rather than finish it
     logits, stats.prompt_tokens_evaluated = sync(
@@ -111,10 +117,13 @@ def generate(
         masked = np.full_like(logits, -np.inf)
         masked[list(job.first_allowed)] = logits[list(job.first_allowed)]
         logits = masked
+    logits = guided.first_row(job.guide, logits)
     noise = sampling.PositionNoise(rng)
     out = [sampling.pick(logits, job.sampling, noise[0])]
     stats.token_logprobs = [sampling.logprob(logits, out[0])] if job.logprobs else []
     known = _continuation_after(job)
+    if not known and job.continuation:  # after an edit: the last suggestion, looked up
+        drafter = beside(drafter, job.continuation[-(job.max_tokens + LAST_TAIL) :])
     shadows: Shadows = []
     last_start, model_seconds = 0.0, 0.0
     while not _finished(out, job, stats):
@@ -125,9 +134,14 @@ def generate(
         cancel.raise_if_cancelled()
         shadows = _score_shadows(shadows, out, policy)
         room = job.max_tokens - len(out)
-        draft = _from_continuation(known, out, min(policy.certain_k(), room))
-        from_continuation = bool(draft.tokens)
+        draft = _from_continuation(known, out, policy, room)
         stats.continuation_drafted += len(draft.tokens)
+        symbol = 0
+        if not draft.tokens and job.guide is not None:  # the rest of the only name left
+            draft = Draft(job.guide.draft(out, min(policy.certain_k(), room)), source=SYMBOL)
+            symbol = len(draft.tokens)
+            stats.symbol_drafted += symbol
+        from_continuation = bool(draft.tokens)  # (a certain draft, free: not the drafter's)
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
             draft = _draft(drafter, policy, job, out, rng, room, shadows, cancel)
@@ -142,6 +156,7 @@ def generate(
         rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
         model_seconds += time.perf_counter() - t
         policy.observe_verify(len(draft.tokens) + 1, time.perf_counter() - t)
+        rows = guided.rows(job.guide, rows, out, draft.tokens)
         n_accepted, next_token = verify(rows, draft, job.sampling, rng, noise.after(len(out)))
         target.truncate(len(job.prompt) + len(out) + n_accepted)  # drop the rejected draft rows
         out += [*draft.tokens[:n_accepted], next_token]
@@ -155,10 +170,16 @@ def generate(
         stats.target_passes += 1
         stats.drafted += len(draft.tokens)
         stats.accepted += n_accepted
+        stats.symbol_accepted += n_accepted if symbol else 0
         stats.k_trace.append(len(draft.tokens))
         stats.accepted_trace.append(n_accepted)
         if job.on_round is not None:
             job.on_round(out)
+        source = (
+            (draft.source or CONTINUATION) if from_continuation else draft.source or _name(drafter)
+        )
+        seconds = time.perf_counter() - now  # the round as it ran: what drafting must beat
+        policy.observe_round(source, draft.strength, len(draft.tokens), n_accepted + 1, seconds)
     stats.decode_seconds = time.perf_counter() - started
     stats.acceptance_estimate = policy.acceptance_estimate()
     return out[: stats.tokens]
@@ -187,15 +208,16 @@ def _draft(
         )
         if drafter.sizes_itself:
             return proposal
-        k = min(policy.choose_k(proposal.strength), len(proposal.tokens), room)
+        source = proposal.source or drafter.name
+        k = min(policy.choose_k(proposal.strength, source=source), len(proposal.tokens), room)
         if k == 0:
             if proposal.tokens:
                 shadows.append((len(out), proposal.tokens[:SHADOW_TOKENS], proposal.strength))
             return Draft([])
         probs = proposal.probs[:k] if proposal.probs is not None else None
-        return Draft(proposal.tokens[:k], probs, proposal.strength)
+        return Draft(proposal.tokens[:k], probs, proposal.strength, source=proposal.source)
     counted = (lambda: drafter.catch_up(context)) if drafter.counts_catch_up else None
-    k = min(policy.choose_k(catch_up=counted), room)
+    k = min(policy.choose_k(catch_up=counted, source=drafter.name), room)
     shadow = k == 0
     if shadow and policy.shadow_k() <= 0:
         return Draft([])
@@ -224,12 +246,17 @@ def _continuation_after(job: DecodeJob) -> list[int]:
     return []
 
 
-def _from_continuation(known: list[int], out: list[int], k: int) -> Draft:
-    """While the committed tokens follow the last generation, propose its next tokens."""
+def _from_continuation(known: list[int], out: list[int], policy: DraftPolicy, room: int) -> Draft:
+    """While the committed tokens follow the last generation, propose its next tokens (as many
+    as the policy's `certain_k`, asked only then)."""
     n = len(out)
-    if k <= 0 or len(known) <= n or known[:n] != out:
+    if len(known) <= n or known[:n] != out:
         return Draft([])
-    return Draft(known[n : n + k])
+    return Draft(known[n : n + min(policy.certain_k(), room)])
+
+
+def _name(drafter: Drafter | None) -> str:
+    return drafter.name if drafter is not None else ""
 
 
 def _score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shadows:

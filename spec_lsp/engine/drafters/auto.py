@@ -173,7 +173,9 @@ class AutoDrafter(Drafter):
         pending.chosen = best.source.name
         if best.draft is not None:  # a lookup: keep the prefix worth verifying
             probs = best.draft.probs[: best.n] if best.draft.probs is not None else None
-            return Draft(best.draft.tokens[: best.n], probs, best.draft.strength)
+            return Draft(
+                best.draft.tokens[: best.n], probs, best.draft.strength, source=best.source.name
+            )
         model = best.source  # run the draft model now
         others = max(o.rate for o in options if o is not best)
         winning = self._best(model, request.max_tokens)[0] >= others
@@ -187,7 +189,7 @@ class AutoDrafter(Drafter):
             )
         short = len(draft.tokens) < best.n  # it declined the rest (see Draft.short)
         pending.proposals[model.name] = draft.tokens + [DECLINED] * short
-        return replace(draft, short=short)
+        return replace(draft, short=short, source=model.name)
 
     def _consider_model(self, source: Source, request: DraftRequest) -> _Option:
         k = request.max_tokens

@@ -21,6 +21,9 @@ class Draft:
     # policy's p-min, or it ended): the position after its last token counts as rejected, so a
     # drafter that keeps declining is learned as one that does not pay (its call still costs)
     short: bool = False
+    # the source that proposed it when the drafter speaks for several (auto); empty: the
+    # drafter's own name. What drafting really yields is judged per source (policy/realized.py)
+    source: str = ""
 
 
 @dataclass
@@ -52,7 +55,7 @@ class Drafter(Protocol):
       last call evaluated before drafting, (tokens, seconds), priced apart from its draft.
     """
 
-    name: str
+    name: str = "drafter"
     free: bool = False
     sizes_itself: bool = False
     counts_catch_up: bool = False

@@ -58,3 +58,6 @@ def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarr
         length += 1
         lengths[live] = length
     return ends, lengths
+
+
+suffix_matches = _suffix_matches  # (the last suggestion's lookup runs it over its own tokens)

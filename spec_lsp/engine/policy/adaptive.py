@@ -18,18 +18,35 @@ from spec_lsp.engine.policy.estimate import (
     AcceptanceEstimate,
 )
 from spec_lsp.engine.policy.profile import CostProfile
+from spec_lsp.engine.policy.realized import CONTINUATION, FREE, RealizedYield
 
 
 class DraftPolicy(Protocol):
     draft_max: int
 
     def choose_k(
-        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+        self,
+        strength: int | None = None,
+        catch_up: Callable[[], int] | None = None,
+        *,
+        source: str = "",
     ) -> int:
         """The draft length for this round; `strength`: the proposal's match strength when a
         lookup drafter proposed first (see `strength_bucket`); `catch_up`: counts the tokens a
         draft model must evaluate before it can draft, asked only when a probe is considered
-        (None: the drafter does not say)."""
+        (None: the drafter does not say); `source`: the drafter's name (what it really yielded
+        here is judged per source and strength)."""
+        ...
+
+    def observe_round(
+        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+    ) -> None:
+        """A round as it ran: `drafted` tokens from `source` (0: a plain round) committed
+        `tokens` in `seconds` of wall time (drafting, the target's pass, the loop)."""
+        ...
+
+    def begin(self, max_tokens: int) -> None:
+        """A generation of up to `max_tokens` tokens starts (what its drafts may risk)."""
         ...
 
     def certain_k(self) -> int:
@@ -61,12 +78,24 @@ class FixedPolicy:
         self.accepted = 0
 
     def choose_k(
-        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+        self,
+        strength: int | None = None,
+        catch_up: Callable[[], int] | None = None,
+        *,
+        source: str = "",
     ) -> int:
         return self.draft_max
 
+    def observe_round(
+        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+    ) -> None:
+        pass
+
     def shadow_k(self) -> int:
         return 0
+
+    def begin(self, max_tokens: int) -> None:
+        pass
 
     def certain_k(self) -> int:
         return max(self.draft_max, 1)
@@ -92,6 +121,17 @@ class FixedPolicy:
 
 
 MARGIN = 1.05  # a predicted gain under 5% is not worth the risk of being slower
+# a generation's drafts may lose at most this share of its tokens (in plain rounds) beyond what
+# its drafts have won so far: a draft whose failure would cost more waits until earlier drafts
+# have paid for it, so no generation ends much slower than plain decoding (~1.5% at worst, as
+# costed by the profile), while a generation whose drafts pay may risk what they won
+ALLOWANCE = 0.02
+# a round whose first draft token is accepted with less than SURE may risk only UNSURE_SHARE of
+# what the generation may still lose: a first failure then leaves room for a surer draft later
+# (chosen on the policy replay's tuning completions; the report is on others)
+SURE = 0.6
+UNSURE_SHARE = 0.5
+SURE_LOOKUP = 0.85  # a lookup this likely to be right is worth a cost probe (RealizedYield)
 # trying a costly drafter that is not chosen (its catch-up and larger batch included) may take
 # this share of the decoding time since the last try: where a draft model never pays, exploring
 # it costs ~2%, inside the 3% auto may lose to the best single source (at 5% the bench showed
@@ -123,8 +163,14 @@ class AdaptivePolicy:
         draft_min: int = 0,
         probe_every: int = 8,
         clock: Callable[[], float] = time.perf_counter,
+        ledger: RealizedYield | None = None,
     ) -> None:
         self.profile = profile
+        self.ledger = ledger  # what drafting really yielded here (None: predictions only)
+        # plain rounds this generation's drafts won (accepted tokens beyond what their rounds
+        # cost), and what they may lose beyond that (`begin`; unbounded until then)
+        self.balance = 0.0
+        self.allowance = float("inf")
         self._clock = clock
         # this round's probe, if it is one: (started, k, tokens the draft model caught up on)
         self._probe: tuple[float, int, int | None] | None = None
@@ -167,29 +213,61 @@ class AdaptivePolicy:
         return result
 
     def best_k(
-        self, alpha: float | None = None, strength: int | None = None, *, free: bool = False
+        self,
+        alpha: float | None = None,
+        strength: int | None = None,
+        *,
+        free: bool = False,
+        risk: float = float("inf"),
     ) -> int:
-        """The fastest k; speculation must beat no speculation by MARGIN (model error, noise)."""
+        """The fastest k; speculation must beat no speculation by MARGIN (model error, noise);
+        `risk`: the most a round may lose if its whole draft fails (plain rounds)."""
         rates = self.rates(alpha, strength, free=free)
-        candidates = range(max(1, self.draft_min), self.draft_max + 1)
+        if alpha is None and self.estimate.alphas(1, strength)[0] < SURE:
+            risk *= UNSURE_SHARE  # the first token is a coin toss: keep a chance for later
+        candidates = [
+            k
+            for k in range(max(1, self.draft_min), self.draft_max + 1)
+            if self.loss(k, free=free) <= risk
+        ]
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0
 
+    def begin(self, max_tokens: int) -> None:
+        self.balance, self.allowance = 0.0, ALLOWANCE * max(max_tokens - 1, 0)
+
+    def loss(self, k: int, *, free: bool = False) -> float:
+        """Plain rounds lost by a round whose k drafted tokens all fail."""
+        p = self.profile
+        draft = 0.0 if free else p.draft(k)
+        return (draft + p.verify(k + 1)) / p.verify(1) - 1.0
+
     def choose_k(
-        self, strength: int | None = None, catch_up: Callable[[], int] | None = None
+        self,
+        strength: int | None = None,
+        catch_up: Callable[[], int] | None = None,
+        *,
+        source: str = "",
     ) -> int:
-        k = self.best_k(strength=strength)
+        risk = self.balance + self.allowance
+        k = self.best_k(strength=strength, risk=risk)
         self._probe = None
+        if k and self.ledger is not None and not self.ledger.allows(source, strength):
+            self._last_k = 0  # it loses here, whatever the prediction (a free one: shadows)
+            return 0
+        if k == 0 and strength is not None and self._cost_probe(source, strength, risk):
+            self._last_k = 1  # the profile says a batch costs too much: is that still true?
+            return 1
         if k == 0 and self.draft_max > 0 and not self._free_drafts() and self._can_ever_pay():
             # a costly drafter is probed now and then; a free one is scored by shadow drafts
             self.estimate.rounds_at_zero += 1
             probe_k = max(1, self.draft_min, min(2, self.draft_max))
-            if self.estimate.rounds_at_zero >= self.estimate.probe_interval:
+            due = self.estimate.rounds_at_zero >= self.estimate.probe_interval
+            if due and self.loss(probe_k) <= risk:
                 tokens = catch_up() if catch_up else None
-                if can_explore(
-                    self.estimate.rounds_at_zero,
-                    self.profile.verify(1),
-                    self.probe_cost(probe_k, tokens),
+                cost = self.probe_cost(probe_k, tokens)  # its catch-up included
+                if cost <= risk * self.profile.verify(1) and can_explore(
+                    self.estimate.rounds_at_zero, self.profile.verify(1), cost
                 ):
                     self.estimate.rounds_at_zero = 0
                     self._probe = (self._clock(), probe_k, tokens)
@@ -207,8 +285,22 @@ class AdaptivePolicy:
             return max(base, self.estimate.probe_seconds or 0.0)
         return base + catch_up * p.catch_up_rate(p.draft_seconds_per_token)
 
+    def _cost_probe(self, source: str, strength: int, risk: float) -> bool:
+        """Draft one token of a lookup the estimate is sure of (SURE_LOOKUP), now and then
+        (`RealizedYield.cost_probe_due`), within the allowance, unless the ledger has benched
+        it: the pass measures a batch's cost again (`observe_verify`)."""
+        ledger = self.ledger
+        if ledger is None or not self._free_drafts() or self.loss(1) > risk:
+            return False
+        if self.estimate.alphas(1, strength)[0] < SURE_LOOKUP or ledger.benched(source, strength):
+            return False
+        return ledger.cost_probe_due()
+
     def certain_k(self) -> int:
-        """Continuation drafts (the last generation's tokens): near-certain and free."""
+        """Continuation drafts (the last generation's tokens): near-certain and free (0 where
+        they have been losing all the same: the person edits inside them)."""
+        if self.ledger is not None and not self.ledger.allows(CONTINUATION, None):
+            return 0
         return max(1, self.best_k(alpha=0.98, free=True))
 
     def _can_ever_pay(self) -> bool:
@@ -264,6 +356,21 @@ class AdaptivePolicy:
     def acceptance_estimate(self) -> float | None:
         return round(self.estimate.value, 4)
 
+    def observe_round(
+        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+    ) -> None:
+        if drafted:  # the worse of what the profile says it cost and what it took
+            predicted = self.loss(drafted, free=source in FREE)
+            realized = self.ledger.realized_loss(seconds) if self.ledger is not None else None
+            self.balance += tokens - 1 - max(predicted, realized or 0.0)
+        if self.ledger is None:
+            return
+        if drafted == 0:
+            self.ledger.observe_plain(seconds)
+            return
+        plain = self.profile.verify(1) + self.profile.round_overhead
+        self.ledger.observe_drafting(source, strength, tokens, seconds, plain_seconds=plain)
+
     def observe_overhead(self, seconds: float) -> None:
         self.profile.observe_overhead(seconds)
 
@@ -278,7 +385,10 @@ class AdaptivePolicy:
 
 
 def make_policy(
-    settings: Any, profile: CostProfile | None, estimate: AcceptanceEstimate
+    settings: Any,
+    profile: CostProfile | None,
+    estimate: AcceptanceEstimate,
+    ledger: RealizedYield | None = None,
 ) -> DraftPolicy:
     if settings.draft_policy == "fixed":
         return FixedPolicy(settings.draft_max, p_min=settings.draft_p_min)
@@ -287,4 +397,5 @@ def make_policy(
         estimate=estimate,
         draft_max=settings.draft_max,
         draft_min=settings.draft_min,
+        ledger=ledger,
     )

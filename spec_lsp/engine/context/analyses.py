@@ -1,0 +1,208 @@
+"""The guide's prepared analyses: Jedi's answers for each open Python document, made on a thread
+of its own after each edit (the newest text of the document edited last first), never on a
+request's way. A request reads the newest table there is for its document (maybe one version
+behind: scopes and receivers are keyed by text, not by line); without one it decodes unguided.
+
+The thread runs at the lowest scheduling priority the system gives it (Linux: per thread), so
+that the decode loop's own Python keeps the processor while the person waits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from spec_lsp.engine.context.stage import document_path
+from spec_lsp.prompts.guide.analysis import Analyser, Table
+
+log = logging.getLogger(__name__)
+PYTHON = (".py", ".pyi")
+SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the common prefix of two texts."""
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    while lo < hi:  # (halving: C-speed comparisons of slices)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class Analyses:
+    def __init__(self) -> None:
+        self.enabled = False  # (the `guide` setting; the texts are kept either way)
+        self.folders: list[str] = []
+        self.analyser = Analyser()
+        self._lock = threading.Condition()
+        self._texts: dict[str, tuple[int, str]] = {}  # document -> (our version, its text)
+        self._tables: dict[str, Table] = {}
+        self._near: dict[str, int] = {}  # document -> the line last asked at
+        self._pending: list[str] = []  # documents to analyse, the last edited last
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self.delay_s = float(os.environ.get("SPEC_LSP_ANALYSIS_DELAY_MS", "0")) / 1000
+        self.runs = 0
+        self.seconds = 0.0
+        self.last_seconds = 0.0
+
+    # -- what the editor says (instant) -------------------------------------------------------
+    def set_enabled(self, on: bool) -> None:
+        """The `guide` setting: turned on, the open documents not analysed yet are."""
+        with self._lock:
+            self.enabled = on
+            if on:  # (those analysed already are not again: any setting changed calls this)
+                for document in self._texts:
+                    if not self._current_locked(document):
+                        self._queue(document)
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        if not document_path(document_id).endswith(PYTHON):
+            return
+        with self._lock:
+            version, old = self._texts.get(document_id, (0, ""))
+            if old:  # (where it changed: analysed first)
+                self._near[document_id] = old[: _common(old, text)].count("\n") + 1
+            self._texts[document_id] = (version + 1, text)
+            if self.enabled:
+                self._queue(document_id)
+
+    def _queue(self, document_id: str) -> None:
+        if document_id in self._pending:
+            self._pending.remove(document_id)
+        self._pending.append(document_id)
+        self._start()
+        self._lock.notify_all()
+
+    def document_closed(self, document_id: str) -> None:
+        with self._lock:
+            self._texts.pop(document_id, None)
+            self._tables.pop(document_id, None)
+            self._near.pop(document_id, None)
+            if document_id in self._pending:
+                self._pending.remove(document_id)
+
+    def watches(self, document_id: str) -> bool:
+        """A Python document this store keeps the text of."""
+        with self._lock:
+            return document_id in self._texts
+
+    def asked_at(self, document_id: str, line: int) -> None:
+        """Where the person works: the next analysis of the document starts nearest to it."""
+        self._near[document_id] = line
+
+    # -- what a request reads ---------------------------------------------------------------
+    def table(self, document_id: str) -> Table | None:
+        with self._lock:
+            return self._tables.get(document_id)
+
+    def current(self, document_id: str) -> bool:
+        """Whether the document's newest text has been analysed."""
+        with self._lock:
+            table = self._tables.get(document_id)
+            held = self._texts.get(document_id)
+            return table is not None and held is not None and table.version == held[0]
+
+    def wait(self, document_id: str, timeout: float) -> bool:
+        """(Tests and benchmarks: until the document's newest text is analysed.)"""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not self._current_locked(document_id):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._lock.wait(left)
+        return True
+
+    def _current_locked(self, document_id: str) -> bool:
+        table, held = self._tables.get(document_id), self._texts.get(document_id)
+        return table is not None and held is not None and table.version == held[0]
+
+    # -- the thread ---------------------------------------------------------------------------
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._closed = False
+            self._thread = threading.Thread(target=self._run, name="spec-lsp-analysis", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        with contextlib.suppress(AttributeError, OSError):  # (lowest priority, this thread)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        while True:
+            with self._lock:
+                while not self._pending and not self._closed:
+                    self._lock.wait()
+                if self._closed:
+                    return
+                document = self._pending[-1]
+                version = self._texts[document][0]
+            time.sleep(SETTLE_S)
+            with self._lock:
+                if document not in self._texts or self._texts[document][0] != version:
+                    continue  # (typed again: the newer text is analysed instead)
+                self._pending.remove(document)
+                text = self._texts[document][1]
+                earlier = self._tables.get(document)
+            self._analyse(document, version, text, earlier)
+
+    def _analyse(self, document: str, version: int, text: str, earlier: Table | None) -> None:
+        path = document_path(document)
+        try:
+            table = self.analyser.analyse(
+                text,
+                version=version,
+                path=path,
+                root=self._root(path),
+                near_line=self._near.get(document, text.count("\n")),
+                earlier=earlier,
+                cancelled=lambda: self._closed,
+            )
+        except Exception:  # noqa: BLE001 (Jedi on odd input: unguided, and said in the log)
+            log.exception("the analysis of %s failed: its completions are not guided", path)
+            return
+        time.sleep(self.delay_s)  # (tests: a late analysis)
+        with self._lock:
+            if document in self._texts:
+                self._tables[document] = table
+            self.runs += 1
+            self.seconds += table.seconds
+            self.last_seconds = table.seconds
+            self._lock.notify_all()
+
+    def _root(self, path: str) -> str | None:
+        for folder in self.folders:
+            with contextlib.suppress(ValueError):
+                Path(path).relative_to(folder)
+                return folder
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    # -- what it reports ----------------------------------------------------------------------
+    def report(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "analyses": self.runs,
+                "analysis_seconds": round(self.seconds, 3),
+                "last_analysis_seconds": round(self.last_seconds, 3),
+                "receivers": sum(len(t.members) for t in self._tables.values()),
+            }
+
+    def memory(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "documents": len(self._tables),
+                "bytes": sum(t.nbytes() for t in self._tables.values()),
+            }

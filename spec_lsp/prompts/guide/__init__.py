@@ -1,0 +1,9 @@
+"""Names that exist: static analysis guides the decoding (monitor-guided decoding).
+
+- `names`: the vocabulary's token strings indexed by the identifier text they begin or
+  continue (the trie the mask is read from);
+- `trigger`: where in the text a name is to be chosen (`x.`, `from m import `), and where not;
+- `analysis`: Jedi's answer for a file, prepared off the request path: receiver -> its members;
+- `monitor`: the mask for the next token from the text so far, and the rest of a name that is
+  the only one left (the symbol draft).
+"""

@@ -1,0 +1,246 @@
+"""Jedi's answer for one version of a Python file, prepared off the request path.
+
+For each receiver the file dereferences (`x.` with `x` a chain of names) and each module it
+imports from (`from m import`), the members Jedi completes there, keyed by the scope the
+occurrence is in (scopes.py) and the receiver's text: a lookup while decoding is two dict
+reads. A set is `complete` (a hard mask) where every type Jedi infers for the receiver is a
+module, class or instance defined in source (a .py file) without `__getattr__`; a stub's
+(.pyi), a compiled module's or an unresolved one's is not.
+
+Jedi's inference is pure Python and takes milliseconds to seconds per receiver: the receivers
+nearest the cursor first, new ones before those an earlier version had, within a time budget.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from inspect import Parameter
+from pathlib import Path
+
+import jedi
+import parso
+import parso.utils
+
+from spec_lsp.prompts.guide import scopes
+from spec_lsp.prompts.guide.scopes import Scope
+
+# Python 3.11 compiling on two threads at once can fail ("AST constructor recursion depth
+# mismatch", in whichever thread): parso calls ast.literal_eval on the same constant at every
+# file it reads, and on its grammars' literals once. The constants' values are kept, and the
+# grammars Jedi uses built here, on the thread that loads the engine: the analysis thread then
+# compiles nothing but a docstring's literal now and then.
+parso.utils.literal_eval = functools.lru_cache(maxsize=256)(parso.utils.literal_eval)  # type: ignore[assignment]
+for _version in ("3.13", f"{sys.version_info.major}.{sys.version_info.minor}"):
+    parso.load_grammar(version=_version)
+
+_DEREF = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.")
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
+_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*(?:[A-Za-z_][\w.]*)?)[ \t]+import[ \t]*", re.M)
+_SELF = ("self", "cls")
+# (scope, receiver); an import's receiver is "from <module>", a call's "call <callee>"
+Key = tuple[Scope, str]
+# Jedi's inference keeps process-wide state and is not safe from two threads at once (two
+# engines in one process, a benchmark's and a test's): one analysis at a time
+_JEDI = threading.Lock()
+NEAR = 40  # lines either side of the cursor whose receivers are asked again after an edit
+
+
+@dataclass(frozen=True)
+class Members:
+    names: frozenset[str]
+    complete: bool  # every type behind the receiver is defined in source: nothing else exists
+
+
+@dataclass
+class Table:
+    """One file's prepared answers."""
+
+    version: int
+    members: dict[Key, Members] = field(default_factory=dict)
+    seconds: float = 0.0  # time the analysis took
+    done: bool = False  # every receiver found was analysed (not cut by the time budget)
+
+    def lookup(self, scope: Scope, receiver: str) -> Members | None:
+        """The receiver's members in `scope` or the nearest enclosing scope that has them."""
+        scope = _keyed(scope, receiver.removeprefix("call "))
+        for i in range(len(scope), -1, -1):
+            found = self.members.get((scope[:i], receiver))
+            if found is not None:
+                return found
+        return None
+
+    def nbytes(self) -> int:
+        """A rough size: the keys and the distinct member sets (shared sets counted once)."""
+        sets = {id(m.names): m.names for m in self.members.values()}
+        names = sum(len(n) for s in sets.values() for n in s) + 64 * sum(map(len, sets.values()))
+        return names + 200 * len(self.members)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    key: Key
+    line: int  # 1-based, as Jedi counts
+    column: int  # just after the `.` (a member) or after `import ` (an import)
+    name_end: int  # the receiver's last name (or the module's) ends here: infer there (-1: a call)
+
+
+def occurrences(text: str) -> Iterator[Occurrence]:
+    """Every dereference of a chain of names and every `from m import`, with its scope key
+    (strings and comments included: Jedi finds nothing there)."""
+    lines = text.split("\n")
+    for number, (line, scope) in enumerate(zip(lines, scopes.each_line(lines)), start=1):
+        imported = _FROM.match(line)
+        if imported:
+            module: Key = ((), f"from {imported.group(1)}")
+            yield Occurrence(module, number, imported.end(), imported.end(1))
+            continue
+        if line.lstrip().startswith(("import ", "#")):
+            continue
+        for found in _CALL.finditer(line):
+            if not re.search(r"(?:^|\s)(?:def|class)\s+$", line[: found.start()]):
+                callee = found.group(1)
+                yield Occurrence((_keyed(scope, callee), f"call {callee}"), number, found.end(), -1)
+        for found in _DEREF.finditer(line):
+            receiver = found.group(1)
+            key = (_keyed(scope, receiver), receiver)
+            yield Occurrence(key, number, found.end(), found.end() - 1)
+
+
+def _keyed(scope: Scope, chain: str) -> Scope:
+    """`self` and `cls` are the class's: keyed by it, whichever method they are used in."""
+    return scopes.enclosing_class(scope) if chain.split(".", 1)[0] in _SELF else scope
+
+
+class Analyser:
+    """Runs Jedi on a file's text; one Jedi project per workspace folder."""
+
+    def __init__(self, *, budget_seconds: float = 20.0, max_receivers: int = 400) -> None:
+        self.budget_seconds, self.max_receivers = budget_seconds, max_receivers
+        self._projects: dict[str, jedi.Project] = {}
+
+    def analyse(
+        self,
+        text: str,
+        *,
+        version: int,
+        path: str | None,
+        root: str | None,
+        near_line: int = 0,
+        earlier: Table | None = None,
+        cancelled: Callable[[], bool] = lambda: False,
+    ) -> Table:
+        with _JEDI:
+            return self._analyse(text, version, path, root, near_line, earlier, cancelled)
+
+    def _analyse(
+        self,
+        text: str,
+        version: int,
+        path: str | None,
+        root: str | None,
+        near_line: int,
+        earlier: Table | None,
+        cancelled: Callable[[], bool],
+    ) -> Table:
+        started = time.perf_counter()
+        script = jedi.Script(code=text, path=path, project=self._project(root))
+        table = Table(version)
+        todo = self._order(text, near_line, earlier)
+        module_names = _module_level_names(script)
+        shared: dict[frozenset[str], frozenset[str]] = {}  # (one copy of each member set)
+        for occurrence in todo:
+            if cancelled() or time.perf_counter() - started > self.budget_seconds:
+                break
+            members = _members(script, occurrence)
+            if members is None:
+                continue
+            members = Members(shared.setdefault(members.names, members.names), members.complete)
+            table.members[occurrence.key] = members
+            first = occurrence.key[1].removeprefix("call ").split(".", 1)[0]
+            if occurrence.key[0] and first in module_names and first not in _SELF:
+                table.members.setdefault(((), occurrence.key[1]), members)
+        else:
+            table.done = True
+        if earlier is not None:  # what this run did not reach keeps the earlier answer
+            for key, members in earlier.members.items():
+                table.members.setdefault(key, members)
+        table.seconds = time.perf_counter() - started
+        return table
+
+    def _order(self, text: str, near_line: int, earlier: Table | None) -> list[Occurrence]:
+        """One occurrence per key: new keys first, then by distance from `near_line`. After an
+        edit (an earlier table), a key it answered is asked again only near `near_line` (where
+        the person works): typing does not re-analyse the whole file at every pause."""
+        first: dict[Key, Occurrence] = {}
+        for occurrence in occurrences(text):
+            held = first.get(occurrence.key)
+            if held is None or abs(occurrence.line - near_line) < abs(held.line - near_line):
+                first[occurrence.key] = occurrence
+        known = earlier.members if earlier is not None else {}
+        todo = [o for o in first.values() if o.key not in known or abs(o.line - near_line) <= NEAR]
+        todo.sort(key=lambda o: (o.key in known, abs(o.line - near_line)))
+        return todo[: self.max_receivers]
+
+    def _project(self, root: str | None) -> jedi.Project | None:
+        if root is None:
+            return None
+        if root not in self._projects:
+            self._projects[root] = jedi.Project(path=root)
+        return self._projects[root]
+
+
+def _module_level_names(script: object) -> set[str]:
+    try:
+        return {n.name for n in script.get_names(all_scopes=False)}  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 (Jedi on broken code: no global names)
+        return set()
+
+
+def _members(script: object, occurrence: Occurrence) -> Members | None:
+    """Jedi's completions at the occurrence and whether they are all there is (a call: the
+    names its keyword arguments may take, and whether no `**kwargs` takes others)."""
+    if occurrence.key[1].startswith("call "):
+        return _parameters(script, occurrence)
+    try:
+        found = script.complete(occurrence.line, occurrence.column)  # type: ignore[attr-defined]
+        names = frozenset(c.name for c in found if c.type != "keyword")
+        if not names:
+            return None
+        inferred = script.infer(occurrence.line, occurrence.name_end)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
+        return None
+    return Members(names, bool(inferred) and "__getattr__" not in names and _in_source(inferred))
+
+
+def _parameters(script: object, occurrence: Occurrence) -> Members | None:
+    try:
+        found = script.get_signatures(occurrence.line, occurrence.column)  # type: ignore[attr-defined]
+        kinds = [(p.name, p.kind) for signature in found for p in signature.params]
+    except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
+        return None
+    names = frozenset(
+        name
+        for name, kind in kinds
+        if kind in (Parameter.POSITIONAL_OR_KEYWORD, Parameter.KEYWORD_ONLY)
+    )
+    if not found or not names:
+        return None
+    in_source = all(str(s.module_path or "").endswith(".py") for s in found)
+    return Members(names, in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds))
+
+
+def _in_source(inferred: list[object]) -> bool:
+    for name in inferred:
+        path = getattr(name, "module_path", None)
+        kind = getattr(name, "type", "")
+        if kind not in ("module", "class", "instance") or path is None:
+            return False
+        if Path(path).suffix != ".py" or name.is_stub():  # type: ignore[attr-defined]
+            return False
+    return True

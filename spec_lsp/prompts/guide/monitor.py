@@ -1,0 +1,149 @@
+"""The monitor: at each token the decode loop asks, the tokens that may come next.
+
+It reads the text before the token (the prompt's text before the cursor, healing undone, and
+the tokens generated so far), finds a trigger point (trigger.py), looks the receiver up in the
+prepared table (analysis.py: dict reads, never Jedi) and, where the receiver resolves, keeps
+the tokens that begin, continue or end one of its members (names.py). A complete member set is
+a hard mask; an incomplete one lowers the others' logits by `bias` (0: left alone).
+
+Where one valid name is left by what is written, its remaining tokens are the symbol draft.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spec_lsp.prompts.guide import trigger
+from spec_lsp.prompts.guide.analysis import Members, Table
+from spec_lsp.prompts.guide.names import NameTokens
+from spec_lsp.prompts.guide.scopes import Scope
+
+DEFINING = ("def __init__", "def __post_init__", "def setUp", "def setup")
+
+
+@dataclass
+class Row:
+    """What the monitor did at one position of the generation."""
+
+    triggered: bool = False
+    resolved: bool = False
+    masked: bool = False
+    changed: bool = False  # the unguided row's best token was not among those kept
+
+
+@dataclass
+class Monitor:
+    names: NameTokens
+    table: Table
+    text: str  # the text the prompt ends with (before the cursor, as the model reads it)
+    scope: Scope
+    bias: float = 0.0  # for an incomplete member set: subtracted from the other tokens' logits
+    rows: dict[int, Row] = field(default_factory=dict)  # position in the generation -> Row
+    seconds: float = 0.0  # spent here (reading the text, masking)
+    _masks: OrderedDict[tuple[int, str, str], np.ndarray] = field(default_factory=OrderedDict)
+
+    def __post_init__(self) -> None:
+        cut = self.text.rfind("\n") + 1
+        self._line = self.text[cut:]
+        self._in_string = _open_triple(self.text)
+
+    # -- the loop's two questions ------------------------------------------------------------
+    def guide(self, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
+        """The row of logits for the token after `out`, guided (a new array) or as it was."""
+        started = time.perf_counter()
+        try:
+            return self._guided(logits, out)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def _guided(self, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
+        found = self._members(out)
+        row = self.rows.setdefault(len(out), Row())
+        row.triggered = found is not None
+        members, point = found if found is not None else (None, None)
+        if members is None or point is None:
+            return logits
+        row.resolved = True
+        keep = self._keep(members, point)
+        if not keep.any() or (not members.complete and self.bias <= 0):
+            return logits
+        row.masked = True
+        row.changed = not keep[int(np.argmax(logits))]
+        if members.complete:
+            return np.where(keep, logits, -np.inf).astype(logits.dtype, copy=False)
+        return np.where(keep, logits, logits - self.bias).astype(logits.dtype, copy=False)
+
+    def draft(self, out: Sequence[int], limit: int) -> list[int]:
+        """The rest of the only valid name what is written leaves (tokens the vocabulary writes
+        it with, longest first), when the set is complete; else nothing."""
+        members, point = found if (found := self._members(out)) is not None else (None, None)
+        if members is None or point is None or not members.complete or limit <= 0:
+            return []
+        if point.kind == "keyword" or (not point.written and point.kind == "member"):
+            return []  # (at the `.` every member is open: nothing is sure)
+        left = [n for n in members.names if n.startswith(point.written)]
+        if len(left) != 1 or left[0] == point.written:
+            return []
+        rest = point.sep + left[0][len(point.written) :]
+        return self.names.spell(rest)[:limit]
+
+    # -- what the stats read -----------------------------------------------------------------
+    def counts(self, generated: int) -> dict[str, float]:
+        """Per position of the generation kept (rows past its end were drafts thrown away)."""
+        kept = [r for p, r in self.rows.items() if p < generated]
+        return {
+            "guide_triggers": sum(r.triggered for r in kept),
+            "guide_resolved": sum(r.resolved for r in kept),
+            "guide_masked": sum(r.masked for r in kept),
+            "guide_changed": sum(r.changed for r in kept),
+            "guide_seconds": self.seconds,
+        }
+
+    # -- the reading -------------------------------------------------------------------------
+    def _members(self, out: Sequence[int]) -> tuple[Members | None, trigger.Trigger] | None:
+        """(the members, the trigger point) at the end of the text so far; None: no trigger;
+        (None, point): a trigger whose receiver the table does not know."""
+        generated = b"".join(self.names.pieces[t] for t in out).decode("utf-8", "replace")
+        if self._in_string ^ _open_triple(generated):
+            return None
+        cut = generated.rfind("\n")
+        line = self._line + generated if cut < 0 else generated[cut + 1 :]
+        point = trigger.find(line)
+        if point is not None and not (point.statement_start and self._defining(point)):
+            prefix = "from " if point.kind == "import" else ""
+            members = self.table.lookup(self.scope, prefix + point.receiver)
+            if members is not None or point.sep != ".":
+                return members, point
+        call = trigger.find_keyword(line)
+        if call is not None:
+            return self.table.lookup(self.scope, f"call {call.receiver}"), call
+        return (None, point) if point is not None and point.sep != "." else None
+
+    def _defining(self, point: trigger.Trigger) -> bool:
+        """`self.` opening a statement where attributes are made: maybe a new one's target."""
+        return (
+            point.receiver in ("self", "cls") and bool(self.scope) and (self.scope[-1] in DEFINING)
+        )
+
+    def _keep(self, members: Members, point: trigger.Trigger) -> np.ndarray:
+        key = (id(members), point.written, point.sep)
+        keep = self._masks.get(key)
+        if keep is None:
+            if point.kind == "keyword":
+                keep = self.names.keyword_allowed(point.written, members.names)
+            else:
+                keep = self.names.allowed(point.written, members.names, sep=point.sep)
+            self._masks[key] = keep
+            if len(self._masks) > 64:
+                self._masks.popitem(last=False)
+        return keep
+
+
+def _open_triple(text: str) -> bool:
+    """Whether `text` leaves a triple-quoted string open (counted, not parsed)."""
+    return (text.count('"""') + text.count("'''")) % 2 == 1

@@ -1,0 +1,202 @@
+"""Names that exist: the trigger points, the vocabulary index, Jedi's prepared answers and the
+monitor's masks, on small vocabularies and a workspace written here."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from spec_lsp.prompts.guide import scopes, trigger
+from spec_lsp.prompts.guide.analysis import Analyser, Members, Table
+from spec_lsp.prompts.guide.monitor import Monitor
+from spec_lsp.prompts.guide.names import NameTokens
+
+VOCAB = [
+    b"get", b"_w", b"adl", b"_application", b"_application(", b".", b".get", b"(", b" ",
+    b"\n", b"decide", b"borrow", b"_or", b"_take", b"x", b"self", b"<eos>", b".borrow",
+    b" get", b"\xe2", b"_", b" (", b"  ",
+]  # fmt: skip
+NAMES = frozenset({"get_wadl_application", "borrow_or_take"})
+
+
+def kept(monitor: Monitor, out: list[int]) -> list[bytes]:
+    row = monitor.guide(np.zeros(len(VOCAB), dtype=np.float32), out)
+    return [VOCAB[i] for i in np.flatnonzero(np.isfinite(row) & (row == 0))]
+
+
+def monitor(text: str, *, complete: bool = True, key: str = "r", bias: float = 0.0) -> Monitor:
+    table = Table(1, {((), key): Members(NAMES, complete)})
+    return Monitor(NameTokens(VOCAB), table, text=text, scope=(), bias=bias)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("    y = self._browser.", ("member", "self._browser", "", "", False)),
+        ("    y = r.ge", ("member", "r", "ge", "", False)),
+        ("    self.x", ("member", "self", "x", "", True)),
+        ("    y = r", ("member", "r", "", ".", False)),
+        ("from os.path import ", ("import", "os.path", "", "", False)),
+        ("from os.path import join, sp", ("import", "os.path", "sp", "", False)),
+        ("from . import", ("import", ".", "", " ", False)),
+    ],
+)
+def test_trigger_points(line, expected):
+    point = trigger.find(line)
+    assert point is not None
+    assert (point.kind, point.receiver, point.written, point.sep, point.statement_start) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['    s = "x.', "    # see x.", "    f().", "    x[0].", "    y = 1.", "def f", "import os.pa",
+     "from os.pa", "    return", "    x = 'a' + r.split('.')[0] + '#"],
+)  # fmt: skip
+def test_no_trigger_in_strings_comments_calls_numbers_definitions(line):
+    assert trigger.find(line) is None
+
+
+def test_scopes_from_indentation():
+    text = "import os\nclass A:\n    x = 1\n    def f(self):\n        def g():\n            pass\n        self."
+    assert scopes.at_end(text) == ("class A", "def f")
+    assert list(scopes.each_line(text.split("\n")))[-1] == ("class A", "def f")
+    assert scopes.enclosing_class(("class A", "def f", "def g")) == ("class A",)
+
+
+def test_the_mask_keeps_what_begins_continues_or_ends_a_member():
+    m = monitor("    y = r.")
+    assert kept(m, []) == [b"get", b"borrow"]
+    assert kept(m, [0]) == [b"_w", b"_"]  # get -> only get_wadl_application goes on
+    done = kept(m, [0, 1, 2, 3])  # get_wadl_application: what ends it
+    assert b"(" in done and b"\n" in done and b"<eos>" in done and b"_" not in done
+    assert b"\xe2" not in kept(m, [0])  # (a part of a character is never part of a name)
+
+
+def test_before_the_dot_only_tokens_opening_with_it_are_constrained():
+    m = monitor("    y = r")
+    row = kept(m, [])
+    assert b".get" in row and b".borrow" in row and b"." in row and b"x" in row
+    assert b"get" in row  # (the receiver's name could go on: not a trigger for them)
+
+
+def test_an_incomplete_set_is_biased_or_left_alone():
+    assert len(kept(monitor("y = r.", complete=False), [])) == len(VOCAB)
+    m = monitor("y = r.", complete=False, bias=2.0)
+    row = m.guide(np.zeros(len(VOCAB), dtype=np.float32), [])
+    assert row[0] == 0 and row[14] == -2.0
+
+
+def test_unknown_receivers_strings_and_new_attributes_are_not_constrained():
+    assert len(kept(monitor("y = q."), [])) == len(VOCAB)
+    assert len(kept(monitor('y = """\n r.'), [])) == len(VOCAB)
+    table = Table(1, {(("class A",), "self"): Members(NAMES, True)})
+    m = Monitor(NameTokens(VOCAB), table, text="        self.", scope=("class A", "def __init__"))
+    assert len(kept(m, [])) == len(VOCAB)  # (maybe a new attribute's target)
+    m = Monitor(NameTokens(VOCAB), table, text="        self.", scope=("class A", "def run"))
+    assert kept(m, []) == [b"get", b"borrow"]
+
+
+def test_the_symbol_draft_is_the_rest_of_the_only_name_left():
+    m = monitor("    y = r.")
+    assert m.draft([], 8) == []  # (every member open)
+    assert [VOCAB[t] for t in m.draft([0], 8)] == [b"_w", b"adl", b"_application"]
+    assert m.draft([0], 2) == [1, 2]
+    assert monitor("    y = r.", complete=False).draft([0], 8) == []
+
+
+def test_counts_are_per_position_kept():
+    m = monitor("    y = r.")
+    for out in ([], [0], [0, 1], [0, 1, 2], [14, 14]):
+        m.guide(np.zeros(len(VOCAB), dtype=np.float32), out)
+    counts = m.counts(3)
+    assert counts["guide_triggers"] == 3 and counts["guide_masked"] == 3
+
+
+WORKSPACE = {
+    "pkg/__init__.py": "",
+    "pkg/reservoir.py": (
+        "class Reservoir:\n"
+        "    def __init__(self):\n        self.level = 0\n\n"
+        "    def borrow_or_take(self, now):\n        return now\n"
+    ),
+    "pkg/main.py": (
+        "import os\nfrom pkg.reservoir import Reservoir\n\n\n"
+        "def run(now):\n    reservoir = Reservoir()\n    decision = reservoir.borrow_or_take(now)\n"
+        "    return os.path.join(decision)\n"
+    ),
+}
+
+
+def test_jedi_resolves_a_class_from_another_module_as_complete(tmp_path):
+    for rel, text in WORKSPACE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    text = WORKSPACE["pkg/main.py"]
+    table = Analyser().analyse(
+        text, version=3, path=str(tmp_path / "pkg/main.py"), root=str(tmp_path)
+    )
+    assert table.done and table.version == 3
+    found = table.lookup(("def run",), "reservoir")
+    assert found is not None and found.complete
+    assert {"borrow_or_take", "level"} <= found.names and "decide" not in found.names
+    assert table.lookup(("def other",), "os.path") is not None  # (a module-level name)
+    assert table.lookup(("def other",), "reservoir") is None  # (a local of run)
+    call = table.lookup(("def run",), "call reservoir.borrow_or_take")
+    assert call is not None and call.names == {"now"} and call.complete
+    imported = table.lookup((), "from pkg.reservoir")
+    assert imported is not None and "Reservoir" in imported.names
+
+
+@pytest.mark.parametrize(
+    ("line", "callee", "written"),
+    [
+        ("    x = f(a, ti", "f", "ti"),
+        ("    self.get(url, ", "self.get", ""),
+        ("f(a, g(b), c", "f", "c"),
+    ],
+)
+def test_keyword_arguments_are_trigger_points(line, callee, written):
+    point = trigger.find_keyword(line)
+    assert point is not None and (point.receiver, point.written) == (callee, written)
+
+
+@pytest.mark.parametrize(
+    "line", ["def f(a, b", "class A(Base", "    f(*a", "    f(a + b", "x = f[a, b"]
+)
+def test_definitions_and_expressions_are_not_keyword_points(line):
+    assert trigger.find_keyword(line) is None
+
+
+def test_a_keyword_the_call_does_not_take_cannot_be_written():
+    vocab = [b"ti", b"meout", b"meout=", b"=", b"==", b"x", b"retries=", b"verbose=", b")"]
+    table = Table(1, {((), "call fetch"): Members(frozenset({"timeout", "retries"}), True)})
+    m = Monitor(NameTokens(vocab), table, text="    fetch(url, ", scope=())
+    row = m.guide(np.zeros(len(vocab), dtype=np.float32), [])
+    allowed = [vocab[i] for i in np.flatnonzero(np.isfinite(row))]
+    assert b"verbose=" not in allowed and b"retries=" in allowed and b"x" in allowed
+    assert b"=" not in allowed  # (`fetch(url, =`)
+    row = m.guide(np.zeros(len(vocab), dtype=np.float32), [0])  # "ti"
+    allowed = [vocab[i] for i in np.flatnonzero(np.isfinite(row))]
+    assert b"meout=" in allowed and b"=" not in allowed and b"==" in allowed  # (`ti == x`)
+
+
+def test_after_an_edit_only_new_receivers_and_those_near_the_cursor_are_asked_again():
+    text = "import os\n" + "x = 1\n" * 100 + "os.path.join('a')\n" + "y = 2\n" * 100 + "os.sep\n"
+    analyser = Analyser()
+    first = analyser.analyse(text, version=1, path=None, root=None, near_line=1)
+    far, near = first.members[((), "os.path")], first.members[((), "os")]
+    edited = text + "os.getcwd()\n"
+    second = analyser.analyse(
+        edited, version=2, path=None, root=None, near_line=len(text.split("\n")), earlier=first
+    )
+    assert second.members[((), "os.path")] is far  # (kept, not asked again)
+    assert second.members[((), "os")] is not near  # (near the cursor: asked again)
+
+
+def test_a_signature_spread_over_lines_is_still_the_scope():
+    text = (
+        "class Environment:\n    def __init__(\n        self,\n        block_start: str = '{%',\n"
+        "    ) -> None:\n        self."
+    )
+    assert scopes.at_end(text) == ("class Environment", "def __init__")
+    assert list(scopes.each_line(text.split("\n")))[-1] == ("class Environment", "def __init__")
