@@ -79,7 +79,7 @@ class Settings(BaseModel):
         96, ge=0, le=16384, description="Token budget for text after the cursor."
     )
     context_tokens: int = Field(
-        640,  # (bench/results/crossfile-budget-*.md: 320 tokens 3/8 exact, 640 6/8, 1024 5/8)
+        0,  # (bench/results/context-time-budgets.md, context-time-focus.md: no gain on 42 lines)
         ge=0,
         le=16384,
         description="Token budget for other files' parts shown before the file: definitions of the names used near the cursor, the files it imports, similar parts of open documents, recent edits (from open documents and the workspace folders). Evaluated while you read; 0: none.",
@@ -121,7 +121,7 @@ class Settings(BaseModel):
         description="Answer once the first line is complete, or after this long decoding with what is ready (a partial line up to its last whole word; a suggestion asked for explicitly waits for its whole first line); the rest of a multi-line suggestion goes on in the background into the cache. 0: answer with the whole suggestion only.",
     )
     gate_threshold: float = Field(
-        0.25,  # (bench/results/gate.md: chosen on the fitted-on places to keep 85% of the good)
+        0.25,  # (bench/results/gate.md: on the judge set 98% of the right shown, 60% wrong hidden)
         ge=0.0,
         le=1.0,
         description="Show a suggestion the editor asked for as you type only if its confidence (the chance its first line is right, from the model's token probabilities) is at least this, else nothing; one you ask for is always shown. 0: show everything.",

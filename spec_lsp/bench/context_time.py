@@ -24,18 +24,25 @@ then the line's file is opened (its real URI) with the line emptied to its inden
 4. type-at-once: the file opened and the line typed from that moment (its first AT_ONCE_KEYS
    characters) at KEY_S a key, each key an edit and an Automatic request: whether the idle
    work between keys still gets the block into the KV (its readiness / KEY_S: the keys it
-   takes), and the last key's answer.
+   takes), and the last key's answer;
+5. back-and-forth: the file opened and read until quiet (the focus's first visit), the
+   defining module brought into view and read until quiet, the file brought into view again
+   and read until quiet (the second visit), an Invoked request: what a focus costs the first
+   time and when the person comes back.
 
-Each protocol runs twice at each line: with the settings given (`context`) and with
-`contextTokens: 0` (`none`: no context block; the model not reloaded), the two taking turns
-going first from line to line; between runs every document is closed and the KV emptied
-(crossfile.forget). Reported for each run: the exact line (crossfile.same_line), whether the
-answer's first line names the name, seconds to the answer, the context tokens and chunks of
-its prompt, and the readiness: seconds from opening the file until the file's context block
-was in the KV (`block_in_kv`, polled every POLL_S until the ask, or the first key; None: not
-by then). Per package, the exact lines with no context show what the model knows already.
+Each protocol runs at each line once per context budget (`--budgets`, `contextTokens`: the
+settings given and 0 by default; 0 is no context block; the model not reloaded), the budgets
+taking turns going first from line to line; between runs every document is closed and the KV
+emptied (crossfile.forget). Reported for each run: the exact line (crossfile.same_line),
+whether the answer's first line names the name, seconds to the answer, the context tokens and
+chunks of its prompt, the readiness: seconds from opening the file until the file's context
+block was in the KV (`block_in_kv`, polled every POLL_S until the ask, or the first key;
+None: not by then), and the CPU a focus costs: the process's CPU time (all its threads) from
+opening the file to the ask or the first key (5: each visit, until quiet). Per package, the
+exact lines with no context show what the model knows already.
 
-    .venv/bin/python -m spec_lsp.bench.context_time [--lines 42] [--protocols 1,2,3]
+    .venv/bin/python -m spec_lsp.bench.context_time [--lines 42] [--protocols 1,2,3] \
+        [--budgets 640,320,0]
 """
 
 from __future__ import annotations
@@ -83,8 +90,14 @@ PACKAGES = [
 ]
 MIN_USES = 12  # lines crossfile.uses finds in a package for it to count
 LINES = 42
-PROTOCOLS = {1: "open-read-ask", 2: "type", 3: "read-until-quiet", 4: "type-at-once"}
-SETTINGS = ("context", "none")  # the settings given; contextTokens 0
+PROTOCOLS = {
+    1: "open-read-ask",
+    2: "type",
+    3: "read-until-quiet",
+    4: "type-at-once",
+    5: "back-and-forth",
+}
+NONE = "0"  # the budget without a context block: what the others are compared with
 READ_S = 5.0
 TYPE_READ_S = 10.0  # in the file before typing
 KEY_S = 0.150
@@ -98,7 +111,7 @@ class Run:
     """One protocol at one line under one setting."""
 
     protocol: str
-    setting: str
+    setting: str  # the context budget (contextTokens)
     text: str = ""  # the line answered (type: the typed text, then the answer's first line)
     typed: str = ""
     exact: bool = False
@@ -112,6 +125,8 @@ class Run:
     context_tokens: int = 0
     context_chunks: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str = ""
+    cpu_s: float = 0.0  # the process's CPU from opening the file to the ask (5: to quiet)
+    cpu_back_s: float | None = None  # 5: from bringing the file into view again to quiet
 
 
 # ---------------------------------------------------------------------------------------------
@@ -176,7 +191,7 @@ class Readiness:
 
 async def read(server: Server, protocol: int) -> None:
     """The person in the file before asking (or typing), as `protocol` says."""
-    if protocol == 3:
+    if protocol in (3, 5):
         await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
     elif protocol != 4:  # (4: typing at once)
         await asyncio.sleep(TYPE_READ_S if protocol == 2 else READ_S)
@@ -201,23 +216,32 @@ async def type_start(
     return await task
 
 
-async def run_protocol(server: Server, use: Use, root: Path, protocol: int, setting: str) -> Run:
+async def run_protocol(server: Server, use: Use, root: Path, protocol: int, budget: int) -> Run:
     """The defining module in a tab, then the line's file opened (didOpen, the line emptied),
-    the reading and the ask (or the typing) of `protocol`, with the context tokens `setting`
-    says; then every document closed and the KV emptied."""
+    the reading and the ask (or the typing) of `protocol`, with `budget` context tokens; then
+    every document closed and the KV emptied."""
     async with server.paused():
-        tokens = server.settings.context_tokens if setting == "context" else 0
-        wanted = server.settings.model_copy(update={"context_tokens": tokens})
+        wanted = server.settings.model_copy(update={"context_tokens": budget})
         await server.scheduler.run(lambda: server.engine.update_settings(wanted))
     tab = root.parent / use.source
-    server.open(server.request(tab.as_uri(), tab.name, "", tab.read_text(encoding="utf-8")))
+    module = server.request(tab.as_uri(), tab.name, "", tab.read_text(encoding="utf-8"))
+    server.open(module)
     path = root.parent / use.path
     text = path.read_text(encoding="utf-8")
     request = server.request(path.as_uri(), path.name, *emptied(text, use.line)[:2])
     readiness = Readiness(server, path.as_uri())
+    cpu = time.process_time()
     server.open(request)
     await read(server, protocol)
-    run = Run(PROTOCOLS[protocol], setting)
+    run = Run(PROTOCOLS[protocol], str(budget))
+    run.cpu_s = time.process_time() - cpu
+    if protocol == 5:  # the module in view, then the file again: its second visit
+        server.focus(module)
+        await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
+        cpu = time.process_time()
+        server.focus(request)  # (read as long as the first time: the focus taken, then quiet)
+        await server.read_until_quiet(READ_S, READ_S + QUIET_MAX_S)
+        run.cpu_back_s = time.process_time() - cpu
     if protocol in (2, 4):  # (4: the readiness goes on being polled while typing)
         run.typed = typed_keys(use.expected) if protocol == 2 else use.expected[:AT_ONCE_KEYS]
         if protocol == 2:
@@ -244,15 +268,19 @@ async def run_protocol(server: Server, use: Use, root: Path, protocol: int, sett
 
 
 async def ask_all(
-    server: Server, chosen: list[Use], roots: dict[str, Path], protocols: list[int]
+    server: Server,
+    chosen: list[Use],
+    roots: dict[str, Path],
+    protocols: list[int],
+    budgets: list[int],
 ) -> list[dict[str, Any]]:
-    """Every protocol at every line under both settings (their order turning by line)."""
+    """Every protocol at every line under every budget (their order turning by line)."""
     results = []
     for n, use in enumerate(chosen):
         runs = []
-        for setting in SETTINGS if n % 2 == 0 else SETTINGS[::-1]:
+        for budget in budgets[n % len(budgets) :] + budgets[: n % len(budgets)]:
             for protocol in protocols:
-                run = await run_protocol(server, use, roots[use.package], protocol, setting)
+                run = await run_protocol(server, use, roots[use.package], protocol, budget)
                 runs.append(run)
                 ready = "-" if run.ready_s is None else f"{run.ready_s:.1f}s"
                 log(
@@ -260,7 +288,9 @@ async def ask_all(
                     f"{'Y' if run.exact else '-'}{'n' if run.uses_name else '-'} "
                     f"{run.seconds:.1f}s prompt {run.prompt_evaluated}/{run.prompt_tokens} "
                     f"{run.cache} ctx {run.context_tokens} ready {ready} "
-                    f"read {run.read_s:.0f}s  {run.text[:50]!r}"
+                    f"read {run.read_s:.0f}s cpu {run.cpu_s:.1f}s"
+                    + ("" if run.cpu_back_s is None else f" back {run.cpu_back_s:.1f}s")
+                    + f"  {run.text[:50]!r}"
                 )
         log(f"    expected: {use.expected[:70]}")
         results.append({"use": asdict(use), "runs": [asdict(r) for r in runs]})
@@ -285,48 +315,62 @@ def times(value: float | None, base: float | None) -> str:
     return f"{value / base:.2f}x" if value is not None and base else ""
 
 
-def summary_row(protocol: str, runs: list[dict[str, Any]]) -> str:
-    """A protocol's row: context against none."""
-    by = {s: [r for r in runs if r["protocol"] == protocol and r["setting"] == s] for s in SETTINGS}
-    total = len(by["context"])
-    exact = {s: sum(r["exact"] for r in by[s]) for s in SETTINGS}
-    named = {s: sum(r["uses_name"] for r in by[s]) for s in SETTINGS}
-    q = {(s, p): quantile([r["seconds"] for r in by[s]], p) for s in SETTINGS for p in (0.5, 0.9)}
-    ready = [r["ready_s"] for r in by["context"] if r["ready_s"] is not None]
-    early = sum(r["stop_reason"] == "first_answer" for s in SETTINGS for r in by[s])
-    ratio = (
-        f"{exact['context'] / exact['none']:.2f}x" if exact["none"] else f"{exact['context']} vs 0"
-    )
-    return (
-        f"| {protocol} | {exact['context']}/{total} | {exact['none']}/{total} | {ratio} | "
-        f"{named['context']}/{total} | {named['none']}/{total} | "
-        f"{seconds(q['context', 0.5])} / {seconds(q['context', 0.9])} | "
-        f"{seconds(q['none', 0.5])} / {seconds(q['none', 0.9])} | "
-        f"{times(q['context', 0.5], q['none', 0.5])} / {times(q['context', 0.9], q['none', 0.9])} | "
-        f"{len(ready)}/{total} | {seconds(quantile(ready, 0.5))} / {seconds(quantile(ready, 0.9))} | "
-        f"{statistics.median([r['context_tokens'] for r in by['context']] or [0]):.0f} | {early} |"
-    )
+def settings_of(runs: list[dict[str, Any]]) -> list[str]:
+    """The budgets the runs were made with, largest first (0, no context, last)."""
+    return sorted({r["setting"] for r in runs}, key=lambda b: -int(b))
+
+
+def summary_rows(protocol: str, runs: list[dict[str, Any]]) -> list[str]:
+    """A protocol's rows, one per budget, each against no context (budget 0)."""
+    of = [r for r in runs if r["protocol"] == protocol]
+    by = {s: [r for r in of if r["setting"] == s] for s in settings_of(of)}
+    base = by.get(NONE, [])
+    base_exact = sum(r["exact"] for r in base)
+    base_p50 = quantile([r["seconds"] for r in base], 0.5)
+    rows = []
+    for setting, group in by.items():
+        total, exact = len(group), sum(r["exact"] for r in group)
+        named = sum(r["uses_name"] for r in group)
+        p50, p90 = (quantile([r["seconds"] for r in group], q) for q in (0.5, 0.9))
+        ready = [r["ready_s"] for r in group if r["ready_s"] is not None]
+        cpu = quantile([r["cpu_s"] for r in group], 0.5)
+        back = [r["cpu_back_s"] for r in group if r.get("cpu_back_s") is not None]
+        ratio = f"{exact / base_exact:.2f}x" if base_exact else f"{exact} vs 0"
+        rows.append(
+            f"| {protocol} | {setting} | {exact}/{total} | "
+            f"{ratio if setting != NONE else ''} | {named}/{total} | "
+            f"{seconds(p50)} / {seconds(p90)} | "
+            f"{times(p50, base_p50) if setting != NONE else ''} | "
+            f"{len(ready)}/{total} | {seconds(quantile(ready, 0.5))} | "
+            f"{seconds(cpu)} | {seconds(quantile(back, 0.5)) if back else ''} | "
+            f"{statistics.median([r['context_tokens'] for r in group] or [0]):.0f} | "
+            f"{sum(r['stop_reason'] == 'first_answer' for r in group)} |"
+        )
+    return rows
 
 
 def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> str:
-    """The summary per protocol, the exact lines per package, then every line."""
+    """The summary per protocol and budget, the exact lines per package, then every line."""
     runs = [run for result in results for run in result["runs"]]
+    budgets = settings_of(runs)
     rows = [
         header,
         "",
-        "| protocol | exact, context | exact, none | ratio | name used, context | name used, "
-        "none | time p50 / p90 (s), context | none | ratio p50 / p90 | context in the KV "
-        "before the ask | readiness p50 / p90 (s) | context tokens p50 | answered early |",
+        "| protocol | contextTokens | exact | against 0 | name used | time p50 / p90 (s) | "
+        "p50 against 0 | context in the KV before the ask | readiness p50 (s) | "
+        "CPU per focus p50 (s) | CPU, second visit p50 (s) | context tokens p50 | "
+        "answered early |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    rows += [summary_row(protocol, runs) for protocol in protocols]
+    for protocol in protocols:
+        rows += summary_rows(protocol, runs)
     packages: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for result in results:
         packages[result["use"]["package"]].append(result)
     rows += [
         "",
-        "| package | lines | " + " | ".join(f"{p} context | {p} none" for p in protocols) + " |",
-        "|---|---:|" + "---:|---:|" * len(protocols),
+        "| package | lines | " + " | ".join(f"{p} {b}" for p in protocols for b in budgets) + " |",
+        "|---|---:|" + "---:|" * len(protocols) * len(budgets),
     ]
     for package, group in sorted(packages.items()):
         counts = [
@@ -334,16 +378,16 @@ def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> 
                 r["exact"]
                 for result in group
                 for r in result["runs"]
-                if r["protocol"] == p and r["setting"] == s
+                if r["protocol"] == p and r["setting"] == b
             )
             for p in protocols
-            for s in SETTINGS
+            for b in budgets
         ]
         rows.append(f"| {package} | {len(group)} | " + " | ".join(map(str, counts)) + " |")
     rows += [
         "",
-        "Every line: exact (✓) or not (·), with context / none, per protocol; the readiness (s, "
-        "with context; - : not before the ask).",
+        f"Every line: exact (✓) or not (·) at contextTokens {' / '.join(budgets)}, per protocol; "
+        f"the readiness (s, at {budgets[0]}; - : not before the ask).",
         "",
         "| # | line | uses | defined in | "
         + " | ".join(f"{p} | ready" for p in protocols)
@@ -354,8 +398,8 @@ def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> 
         use, cells = result["use"], []
         for p in protocols:
             by = {r["setting"]: r for r in result["runs"] if r["protocol"] == p}
-            marks = " / ".join("✓" if by[s]["exact"] else "·" for s in SETTINGS)
-            ready = by["context"]["ready_s"]
+            marks = " / ".join("✓" if by[b]["exact"] else "·" for b in budgets)
+            ready = by[budgets[0]]["ready_s"]
             cells.append(f"{marks} | {'-' if ready is None else f'{ready:.1f}'}")
         rows.append(line_row(n, use, cells))
     return "\n".join(rows) + "\n"
@@ -392,7 +436,13 @@ def main() -> None:
     parser.add_argument(
         "--protocols",
         default="1,2,3",
-        help="of 1 (open, read, ask), 2 (type), 3 (read until quiet, ask)",
+        help="of 1 (open, read, ask), 2 (type), 3 (read until quiet, ask), 4 (type at once), "
+        "5 (back and forth: the CPU of a focus, first and second visit)",
+    )
+    parser.add_argument(
+        "--budgets",
+        default=None,
+        help="contextTokens to compare, e.g. 640,320,0 (default: the settings' and 0)",
     )
     args = parser.parse_args()
     protocols = [int(p) for p in args.protocols.split(",")]
@@ -408,23 +458,31 @@ def main() -> None:
     )
     engine, extra = loaded_engine(args)
     model = engine.local.loaded.target.info.path
+    budgets = sorted(
+        {int(b) for b in (args.budgets or f"{engine.settings.context_tokens},0").split(",")},
+        reverse=True,
+    )
     server = Server(engine, engine.settings)
     try:
-        results = asyncio.run(ask_all(server, chosen, roots, protocols))
+        results = asyncio.run(ask_all(server, chosen, roots, protocols, budgets))
     finally:
         server.close()
     versions = package_versions(chosen)
     header = (
         f"# Context and time: {machine(model)}\n\n"
         f"`python -m spec_lsp.bench.context_time {' '.join(_argv_shown(args))}`; "
-        f"{len(results)} lines (per package) of {versions}; settings: {extra or 'defaults'} "
-        f"(context) and contextTokens 0 (none). Protocols: 1 open, read {READ_S:g} s, ask; "
-        f"2 open, {TYPE_READ_S:g} s, type the line's first characters at {KEY_S * 1000:g} ms a "
-        f"key (Automatic requests), the last key's answer; 3 open, read until quiet, ask. "
+        f"{len(results)} lines (per package) of {versions}; settings: {extra or 'defaults'}, "
+        f"contextTokens {', '.join(map(str, budgets))}. Protocols: 1 open, read {READ_S:g} s, "
+        f"ask; 2 open, {TYPE_READ_S:g} s, type the line's first characters at "
+        f"{KEY_S * 1000:g} ms a key (Automatic requests), the last key's answer; 3 open, read "
+        f"until quiet, ask; 4 type from the moment the file opens; 5 open, read until quiet, "
+        f"the defining module in view until quiet, the file again until quiet, ask. "
         f"Exact: the line (2: typed text and answer). Time: to the answer (2: from the last "
-        f"key). Readiness: from opening the file to its context block in the KV. Answered "
-        f"early: before the generation ended (Invoked: at its first whole line; Automatic: "
-        f"possibly a line's beginning, as the editor shows it)."
+        f"key). Readiness: from opening the file to its context block in the KV. CPU per "
+        f"focus: the process's CPU time (all threads) from opening the file to the ask or the "
+        f"first key (5: to quiet); second visit: from the file in view again to quiet. "
+        f"Answered early: before the generation ended (Invoked: at its first whole line; "
+        f"Automatic: possibly a line's beginning, as the editor shows it)."
     )
     names = [PROTOCOLS[p] for p in protocols]
     report(
@@ -436,6 +494,7 @@ def main() -> None:
 
 def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown = [f"--lines {args.lines}", f"--protocols {args.protocols}"]
+    shown += [f"--budgets {args.budgets}"] if args.budgets else []
     shown += [f"--seed {args.seed}"] if args.seed else []
     shown += [f"--packages {' '.join(args.packages)}"] if args.packages != PACKAGES else []
     shown += [f"--model {args.model}"] if args.model else []

@@ -1,20 +1,28 @@
-"""The confidence gate (engine/confidence.py): fitted on held-out places of some modules,
-measured on those of others.
+"""The confidence gate (engine/confidence.py) for one model: fitted, chosen and judged on
+three separate sets of places, and (`--fit`) its weights stored for that model.
 
 Lines of real modules of the running interpreter's standard library, chosen by a rule
 (fim_quality.candidate_lines: over 25 characters after line 20, no comment, def, class or
 decorator, docstring prose included; a seeded sample of LINES_PER_MODULE per module), each asked
-at two places: emptied after its indentation, and typed up to a seeded character with the rest
-not yet written. Each is an Automatic request through the engine (the default model, in
-process; cache off, so each is asked cold). A suggestion is good if its first line begins what
-the person was about to type (they accept it). FIT modules give the data the logistic model is
-fitted on; TEST modules, never seen by the fit, give the curve: over the threshold, the
-precision of what is shown and the share of the good suggestions still shown. Typing replays
-(gate_replay.py) of other regions of the same modules add pauses where the person took or left
-the last suggestion: fitted on with the FIT modules', measured on the TEST modules'.
+at up to four places (`KINDS`): emptied after its indentation (`start`); typed up to a seeded
+character with the rest not yet written (`typing`, at the line's end); inside the line, a seeded
+span of it removed with the rest of the line after the cursor (`mid_line`); and typed up to an
+opening bracket whose closer the editor inserted (`in_bracket`: the cursor between them, the
+bracket's contents to write; lines with a bracket closed on the line). Each is an Automatic
+request through the engine (in process; cache off, so each is asked cold). A suggestion is good
+if its first line begins what the person was about to type (they accept it).
 
-    spec-lsp bench gate            # asks (~30 min on 2 cores), fits, measures
-    spec-lsp bench gate --refit    # again from the saved asks
+Three sets of modules, none sharing a module: FIT gives the rows the logistic model is fitted
+on; CHOOSE the rows the features are chosen on (forward selection by log loss) and the
+threshold (the one that hides the most wrong suggestions there while keeping KEEP of the good);
+JUDGE, used for nothing else, the figures: the share of the wrong suggestions hidden, of the
+good ones still shown, and of all Automatic suggestions hidden, at the chosen threshold and at
+the default. Typing replays (gate_replay.py: a simulated person takes or leaves what is shown)
+add rows to each set with `--replay`.
+
+    spec-lsp bench gate [--model M.gguf]   # asks (~25 min on 2 cores for Qwen 1.5B), reports
+    spec-lsp bench gate --refit            # again from the saved asks
+    spec-lsp bench gate --fit              # ... and stores the weights for the model
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import math
 import random
 import sysconfig
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +42,29 @@ from spec_lsp.bench import gate_replay
 from spec_lsp.bench.common import ROOT, log, read_results, write_results
 from spec_lsp.bench.fim_quality import candidate_lines
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, build_engine, confidence
+from spec_lsp.engine import CancelToken, CompletionRequest, build_engine, confidence, gate_weights
+from spec_lsp.engine.confidence import GateModel
 from spec_lsp.engine.types import Completion, DecodeStats
 
 FIT = ["textwrap.py", "json/decoder.py", "csv.py", "shlex.py", "fractions.py", "heapq.py"]
 FIT += ["bisect.py", "difflib.py"]
-TEST = ["calendar.py", "configparser.py", "ipaddress.py", "statistics.py", "tokenize.py"]
-TEST += ["pprint.py", "gettext.py", "locale.py"]
+CHOOSE = ["calendar.py", "configparser.py", "ipaddress.py", "statistics.py", "tokenize.py"]
+CHOOSE += ["pprint.py", "gettext.py", "locale.py"]
+JUDGE = ["string.py", "base64.py", "quopri.py", "smtplib.py", "ftplib.py", "sched.py"]
+JUDGE += ["netrc.py", "plistlib.py"]
+SETS = {"fit": FIT, "choose": CHOOSE, "judge": JUDGE}
+KINDS = ("start", "typing", "mid_line", "in_bracket")
 LINES_PER_MODULE = 4
+KEEP = 0.85  # of the good suggestions still shown, at least, at the threshold chosen
+MIN_GAIN = 0.002  # a feature is added while it lowers the choose set's mean log loss this much
 RESULTS = ROOT / "bench" / "results"
 THRESHOLDS = [round(0.05 * i, 2) for i in range(0, 20)]
 OUTCOMES = ("accepted", "partial", "rejected")
+CLOSERS = {"(": ")", "[": "]", "{": "}"}
 
 
 def places(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str, str]]:
-    """The held-out places, two per line chosen: `start`, the line emptied after its
-    indentation; `typing`, the line typed up to a seeded character (not the first or last 3)
-    and the rest of it not yet written, as a person pauses while typing it."""
+    """The held-out places of the lines chosen, up to one of each kind a line (`KINDS`)."""
     root = Path(sysconfig.get_paths()["stdlib"])
     rng = random.Random(seed)
     found = []
@@ -61,17 +76,41 @@ def places(modules: list[str], per_module: int, seed: int = 0) -> list[dict[str,
             head = "".join(text[:i]) + text[i][: len(text[i]) - len(text[i].lstrip())]
             tail = "\n" + "".join(text[i + 1 :])
             cut = rng.randrange(3, len(line) - 3)
-            for kind, typed in (("start", ""), ("typing", line[:cut])):
+            span = rng.randrange(3, 13)  # (drawn for every line: the same seed, the same places)
+            at = {
+                "start": (0, len(line)),  # (typed, removed up to)
+                "typing": (cut, len(line)),
+                "mid_line": (cut, min(len(line) - 1, cut + span)),
+            }
+            bracket = _bracket(line, rng)
+            if bracket is not None:
+                at["in_bracket"] = bracket
+            for kind, (typed, upto) in at.items():
+                rest = line[upto:]
                 found.append(
                     {
                         "module": name,
                         "kind": kind,
-                        "prefix": head + typed,
-                        "suffix": tail,
-                        "expected": line[len(typed) :],
+                        "prefix": head + line[:typed],
+                        "suffix": rest + tail,
+                        "expected": line[typed:upto],
                     }
                 )
     return found
+
+
+def _bracket(line: str, rng: random.Random) -> tuple[int, int] | None:
+    """A seeded opening bracket of `line` closed on it, with something inside: (the cursor
+    after it, the closer's index)."""
+    pairs, stack = [], []
+    for i, char in enumerate(line):
+        if char in CLOSERS:
+            stack.append(i)
+        elif char in CLOSERS.values() and stack:
+            start = stack.pop()
+            if CLOSERS[line[start]] == char and i > start + 1:
+                pairs.append((start + 1, i))
+    return rng.choice(pairs) if pairs else None
 
 
 def good(shown: str, row: dict[str, Any]) -> bool:
@@ -84,8 +123,7 @@ def good(shown: str, row: dict[str, Any]) -> bool:
 
 def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]]:
     """Each place asked once (Automatic), with what the gate would read of the answer."""
-    engine = build_engine(settings)
-    engine.load()
+    engine = gate_replay.loaded(settings)
     asked = []
     try:
         for n, place in enumerate(asked_at, 1):
@@ -120,14 +158,14 @@ def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, An
 
 
 def fit(
-    rows: list[dict[str, Any]], l2: float = 1.0, names: tuple[str, ...] = confidence.USED
-) -> tuple[float, dict[str, float]]:
+    rows: list[dict[str, Any]], names: tuple[str, ...] = confidence.USED, l2: float = 1.0
+) -> GateModel:
     """Logistic regression (Newton's method, L2 on the weights, not the bias) of good ~
     features (those `names`; the others weigh 0)."""
     usable = [(r, f) for r in rows if (f := features_of(r)) is not None]
     x = np.array([[f[name] for name in names] for _r, f in usable], np.float64)
     y = np.array([float(r["good"]) for r, _f in usable])
-    x = np.hstack([np.ones((len(x), 1)), x])
+    x = np.hstack([np.ones((len(x), 1)), x.reshape(len(usable), len(names))])
     w = np.zeros(x.shape[1])
     penalty = np.eye(x.shape[1]) * l2
     penalty[0, 0] = 0.0
@@ -140,7 +178,8 @@ def fit(
         if np.abs(step).max() < 1e-8:
             break
     weights = dict.fromkeys(confidence.FEATURES, 0.0)
-    return float(w[0]), {**weights, **{f: float(v) for f, v in zip(names, w[1:])}}
+    weights.update({f: float(v) for f, v in zip(names, w[1:])})
+    return GateModel(bias=float(w[0]), weights=weights, fitted_on="", source="fitted")
 
 
 def features_of(row: dict[str, Any]) -> dict[str, float] | None:
@@ -149,9 +188,9 @@ def features_of(row: dict[str, Any]) -> dict[str, float] | None:
     return assessed.features if assessed is not None else None
 
 
-def gated(row: dict[str, Any], threshold: float) -> str:
-    """What the gate shows of the asked row at `threshold` (confidence's weights)."""
-    return confidence.gate(_request(row), _completion(row), threshold, row.get("last"))[0]
+def gated(row: dict[str, Any], threshold: float, model: GateModel) -> str:
+    """What the gate shows of the asked row at `threshold` with `model`'s weights."""
+    return confidence.gate(_request(row), _completion(row), threshold, row.get("last"), model)[0]
 
 
 def _request(row: dict[str, Any]) -> CompletionRequest:
@@ -163,50 +202,126 @@ def _completion(row: dict[str, Any]) -> Completion:
     return Completion(text=row["text"], stats=stats, raw_text=row["raw"] or row["text"])
 
 
-def curve(rows: list[dict[str, Any]]) -> list[dict[str, float]]:
-    """Per threshold: suggestions shown, the good ones among them
-    and the wrong ones, the precision, and the share of the good suggestions (at threshold 0)
-    still shown."""
+def curve(rows: list[dict[str, Any]], model: GateModel) -> list[dict[str, float]]:
+    """Per threshold: suggestions shown, the good ones among them and the wrong ones, the
+    precision, the share of the good suggestions (at threshold 0) still shown, and the share
+    of all suggestions hidden."""
     answered = [r for r in rows if r["text"].strip()]
-    good_ones = [r for r in answered if good(r["text"], r)]
     points = []
     for threshold in THRESHOLDS:
-        shown = [(r, text) for r in answered if (text := gated(r, threshold)).strip()]
+        shown = [(r, text) for r in answered if (text := gated(r, threshold, model)).strip()]
         right = sum(good(text, r) for r, text in shown)
-        still = sum(bool(gated(r, threshold).strip()) for r in good_ones)
+        good_ones = sum(good(r["text"], r) for r in answered)
         points.append(
             {
                 "threshold": threshold,
+                "answered": len(answered),
                 "shown": len(shown),
                 "good": right,
                 "wrong": len(shown) - right,
                 "precision": right / len(shown) if shown else math.nan,
-                "kept": still / len(good_ones) if good_ones else math.nan,
+                "kept": right / good_ones if good_ones else math.nan,
+                "hidden": 1 - len(shown) / len(answered) if answered else math.nan,
             }
         )
     return points
 
 
-def chosen(points: list[dict[str, float]], keep: float = 0.85) -> float:
-    """The threshold that cuts the most wrong suggestions while keeping `keep` of the good."""
+def chosen(points: list[dict[str, float]], keep: float = KEEP) -> float:
+    """The threshold that hides the most wrong suggestions while keeping `keep` of the good."""
     fine = [p for p in points if p["kept"] >= keep]
     return min(fine, key=lambda p: (p["wrong"], -p["threshold"]))["threshold"]
 
 
-def render(points: list[dict[str, float]], default: float, title: str) -> str:
-    base = points[0]
+def at(points: list[dict[str, float]], threshold: float) -> dict[str, float]:
+    return next(p for p in points if math.isclose(p["threshold"], threshold))
+
+
+def wrong_hidden(points: list[dict[str, float]], threshold: float) -> float:
+    base = points[0]["wrong"]
+    return 1 - at(points, threshold)["wrong"] / base if base else math.nan
+
+
+def render(points: list[dict[str, float]], marks: dict[float, str], title: str) -> str:
     lines_ = [
         f"### {title}",
         "",
-        "| threshold | shown | good | wrong | precision | good still shown | wrong cut |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| threshold | shown | good | wrong | precision | good still shown | wrong hidden | "
+        "all hidden |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for p in points:
-        mark = " **(default)**" if math.isclose(p["threshold"], default) else ""
-        cut = 1 - p["wrong"] / base["wrong"] if base["wrong"] else math.nan
+        mark = "".join(f" **({m})**" for t, m in marks.items() if math.isclose(p["threshold"], t))
         lines_.append(
             f"| {p['threshold']:.2f}{mark} | {p['shown']} | {p['good']} | {p['wrong']} | "
-            f"{p['precision']:.0%} | {p['kept']:.0%} | {cut:.0%} |"
+            f"{p['precision']:.0%} | {p['kept']:.0%} | {wrong_hidden(points, p['threshold']):.0%}"
+            f" | {p['hidden']:.0%} |"
+        )
+    return "\n".join(lines_) + "\n"
+
+
+def select(
+    fit_rows: list[dict[str, Any]], choose_rows: list[dict[str, Any]]
+) -> tuple[tuple[str, ...], list[str]]:
+    """Forward selection on the choose set: from none, the feature (fitted on the fit set)
+    that lowers the choose set's mean log loss most, while it lowers it by MIN_GAIN. Returns
+    the features chosen and the table of the steps."""
+    names: tuple[str, ...] = ()
+    best = separation(choose_rows, fit(fit_rows, names))[0]
+    rows = [
+        "### Features chosen (fitted on the fit set, log loss and AUC on the choose set)",
+        "",
+        "| step | features | log loss | AUC |",
+        "|---:|---|---:|---:|",
+        f"| 0 | (bias only) | {best:.3f} | |",
+    ]
+    while True:
+        trials = {}
+        for name in confidence.FEATURES:
+            if name not in names:
+                trials[name] = separation(choose_rows, fit(fit_rows, (*names, name)))
+        if not trials:
+            break
+        name, (loss, auc) = min(trials.items(), key=lambda item: item[1][0])
+        if loss > best - MIN_GAIN:
+            break
+        names, best = (*names, name), loss
+        rows.append(f"| {len(names)} | {', '.join(names)} | {loss:.3f} | {auc:.3f} |")
+    rows.append("")
+    rows.append(f"Chosen: {', '.join(names) or 'none'}.")
+    return names, rows
+
+
+def separation(rows: list[dict[str, Any]], model: GateModel) -> tuple[float, float]:
+    """The model's mean log loss on `rows` and its AUC (good ranked above wrong)."""
+    scored = [
+        (confidence.score(f, model), bool(r["good"]))
+        for r in rows
+        if (f := features_of(r)) is not None
+    ]
+    eps = 1e-9
+    loss = -sum(math.log(p + eps) if y else math.log(1 - p + eps) for p, y in scored)
+    good_ = [p for p, y in scored if y]
+    wrong = [p for p, y in scored if not y]
+    pairs = sum((g > w) + 0.5 * (g == w) for g in good_ for w in wrong)
+    auc = pairs / (len(good_) * len(wrong)) if good_ and wrong else math.nan
+    return loss / max(1, len(scored)), auc
+
+
+def by_kind(rows: list[dict[str, Any]], model: GateModel, threshold: float) -> str:
+    """The judge set's figures at `threshold` per kind of place."""
+    lines_ = [
+        f"### The judge set by kind of place, at {threshold:.2f}",
+        "",
+        "| kind | answered | good | wrong hidden | good still shown | all hidden |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for kind in sorted({r["kind"] for r in rows}):
+        points = curve([r for r in rows if r["kind"] == kind], model)
+        p = at(points, threshold)
+        lines_.append(
+            f"| {kind} | {p['answered']} | {points[0]['good']} | "
+            f"{wrong_hidden(points, threshold):.0%} | {p['kept']:.0%} | {p['hidden']:.0%} |"
         )
     return "\n".join(lines_) + "\n"
 
@@ -253,10 +368,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--refit", action="store_true", help="from the saved asks")
     parser.add_argument(
-        "--replay",
-        action="store_true",
-        help="ask only the typing replays (the saved held-out lines' asks are kept)",
+        "--fit", action="store_true", help="and store the weights for the model (gate_weights)"
     )
+    parser.add_argument("--replay", action="store_true", help="typing replays in every set")
     parser.add_argument("--per-module", type=int, default=LINES_PER_MODULE)
     parser.add_argument("--model", default=None, help="GGUF (default: the default model)")
     parser.add_argument("--out", type=Path, default=RESULTS / "gate")
@@ -266,111 +380,101 @@ def main() -> None:
     args = parser.parse_args()
     raw = args.out.with_suffix(".json.gz")
     if args.timing:
-        cost = timing(places(TEST, args.per_module)[: args.timing], ask_settings(args))
+        cost = timing(places(JUDGE, args.per_module)[: args.timing], ask_settings(args))
         args.out.with_name(args.out.name + "-cost.md").write_text(cost)
         print(cost)
         return
-    data = read_results(raw) if (args.refit or args.replay) and raw.exists() else {}
-    if not args.refit:
-        if not args.replay or "fit" not in data:
-            settings = ask_settings(args)
-            groups = {"fit": places(FIT, args.per_module), "test": places(TEST, args.per_module)}
-            data.update({name: ask(group, settings) for name, group in groups.items()})
-        typing = ask_settings(args).model_copy(
-            update={"cache": True}
-        )  # (typing: the KV follows the text)
-        for name, modules in (("replay_fit", FIT), ("replay_test", TEST)):
-            data[name] = gate_replay.replay(gate_replay.regions(modules), typing, key=name)
+    if args.refit and raw.exists():
+        data = read_results(raw)
+    else:
+        settings = ask_settings(args)
+        data = {"model": model_path(settings), "per_module": args.per_module}
+        for name, modules in SETS.items():
+            data[name] = ask(places(modules, args.per_module), settings)
+            if args.replay:
+                typing = settings.model_copy(update={"cache": True})  # (the KV follows the text)
+                key = f"replay_{name}"
+                data[key] = gate_replay.replay(gate_replay.regions(modules), typing, key=key)
         write_results(raw, data)
-    text = report(data, args.refit)
+    text, model = report(data, args.refit)
     args.out.with_suffix(".md").write_text(text)
     print(text)
+    if args.fit:
+        path = gate_weights.save(gate_weights.model_key(data["model"]), model)
+        log(f"weights for {Path(data['model']).name} stored in {path}")
 
 
-def report(data: dict[str, list[dict[str, Any]]], refit: bool) -> str:
-    """The fit, the curves on the held-out lines and replays, and what each feature adds."""
-    fit_rows = data["fit"] + data.get("replay_fit", [])
-    replays = data.get("replay_test", [])
-    bias, weights = fit(fit_rows)
-    log(f"fitted: BIAS = {bias:.3f}\nWEIGHTS = {weights}")
-    confidence.BIAS, confidence.WEIGHTS = bias, weights  # (the curves: the fitted model)
+def model_path(settings: Settings) -> str:
+    """The model file the settings name (the default model's if none)."""
+    engine = build_engine(settings)
+    engine.load()
+    try:
+        return engine.local.loaded.target.info.path
+    finally:
+        engine.close()
+
+
+def rows_of(data: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    return list(data[name]) + list(data.get(f"replay_{name}", []))
+
+
+def report(data: dict[str, Any], refit: bool) -> tuple[str, GateModel]:
+    """Features chosen on the choose set, the model fitted on the fit set, the threshold chosen
+    on the choose set, the figures on the judge set; and the model (with those figures)."""
+    fit_rows, choose_rows, judge_rows = (rows_of(data, name) for name in SETS)
+    names, selection = select(fit_rows, choose_rows)
+    model = fit(fit_rows, names)
+    threshold = chosen(curve(choose_rows, model))
     default = Settings().gate_threshold
-    log(f"threshold keeping 85% of the good fitted-on suggestions: {chosen(curve(fit_rows))}")
-    sections = [render(curve(data["test"]), default, "Held-out lines (modules not fitted on)")]
-    if replays:
-        sections.append(render(curve(replays), default, "Typing replays (modules not fitted on)"))
-        sections.append(render(curve(data["test"] + replays), default, "Both"))
-        sections.append(ablation(fit_rows, data["test"] + replays))
-    sections.append(render(curve(fit_rows), default, "The places fitted on"))
+    judged = curve(judge_rows, model)
+    point = at(judged, threshold)
+    figures = {
+        "judge_places": point["answered"],
+        "wrong_hidden": round(wrong_hidden(judged, threshold), 3),
+        "good_shown": round(point["kept"], 3),
+        "hidden": round(point["hidden"], 3),
+    }
+    name = Path(data["model"]).name
+    model = replace(model, fitted_on=name, threshold=threshold, figures=figures)
+    marks = {threshold: "chosen", default: "default"}
+    kinds = ", ".join(f"{sum(r['kind'] == k for r in judge_rows)} {k}" for k in KINDS)
+    sections = [
+        render(judged, marks, f"The judge set ({len(JUDGE)} modules: {', '.join(JUDGE)})"),
+        by_kind(judge_rows, model, threshold),
+        by_kind(judge_rows, model, default),
+        "\n".join(selection) + "\n",
+        render(curve(choose_rows, model), marks, "The choose set (the threshold chosen here)"),
+        render(curve(fit_rows, model), marks, "The fit set"),
+    ]
+    replays = data.get("replay_fit")
     replayed = (
-        f" and typing replays of {len(FIT)} + {len(TEST)} modules ({len(data['replay_fit'])} "
-        f"+ {len(replays)} pauses with a suggestion, {outcomes(data['replay_fit'] + replays)})"
-        if replays
-        else ""
+        f"; typing replays in each set ({outcomes(replays)} in the fit set)" if replays else ""
     )
     return (
-        f"# The confidence gate\n\n`spec-lsp bench gate{' --refit' if refit else ''}`"
-        f": {len(data['fit'])} places in {len(FIT)} modules to fit, {len(data['test'])} in "
-        f"{len(TEST)} others to measure (half at a line's start, half mid-line){replayed}; "
-        "good = the first line shown begins what the person was about to type.\n\n"
-        f"Fitted: BIAS = {bias:.3f}, WEIGHTS = "
-        + ", ".join(f"{k} {v:+.3f}" for k, v in weights.items())
+        f"# The confidence gate: {name}\n\n`spec-lsp bench gate{' --refit' if refit else ''}`"
+        f": places in three sets of {len(FIT)} standard-library modules, "
+        f"{data.get('per_module', LINES_PER_MODULE)} "
+        f"lines each at up to four places ({', '.join(KINDS)}): {len(fit_rows)} to fit on, "
+        f"{len(choose_rows)} to choose the features and threshold on, {len(judge_rows)} to "
+        f"judge on ({kinds}){replayed}. Good: the first line shown begins what the person was "
+        f"about to type.\n\n"
+        f"**On the judge set at the chosen threshold {threshold:.2f}** (kept {KEEP:.0%} of the "
+        f"good on the choose set): wrong hidden {figures['wrong_hidden']:.0%}, good still "
+        f"shown {figures['good_shown']:.0%}, all Automatic suggestions hidden "
+        f"{figures['hidden']:.0%} ({point['answered']} answered). At the default "
+        f"{default:.2f}: wrong hidden {wrong_hidden(judged, default):.0%}, good still shown "
+        f"{at(judged, default)['kept']:.0%}, hidden {at(judged, default)['hidden']:.0%}.\n\n"
+        f"Fitted: bias {model.bias:+.3f}, "
+        + ", ".join(f"{k} {v:+.3f}" for k, v in model.weights.items() if v)
         + "\n\n"
-        + "\n".join(sections)
+        + "\n".join(sections),
+        model,
     )
 
 
 def outcomes(rows: list[dict[str, Any]]) -> str:
     counts = {what: sum(r["outcome"] == what for r in rows) for what in OUTCOMES}
     return ", ".join(f"{n} {what}" for what, n in counts.items())
-
-
-def ablation(fit_rows: list[dict[str, Any]], test_rows: list[dict[str, Any]]) -> str:
-    """What each feature adds: the features the gate uses (confidence.USED), each other one
-    added to them, each of them left out, and all; refitted each time, then on the held-out
-    rows the log loss and AUC, and at the threshold the rule picks on the fitted-on places the
-    wrong suggestions cut and the good ones kept."""
-    saved = confidence.BIAS, confidence.WEIGHTS
-    used = confidence.USED
-    lines_ = [
-        "### What each feature adds (refitted; on the held-out lines and replays)",
-        "",
-        "| features | log loss | AUC | threshold (fitted-on rule) | wrong cut | good kept |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    variants: list[tuple[str, tuple[str, ...]]] = [(f"used: {', '.join(used)}", used)]
-    variants += [(f"+ {f}", (*used, f)) for f in confidence.FEATURES if f not in used]
-    variants += [(f"- {f}", tuple(n for n in used if n != f)) for f in used if len(used) > 1]
-    variants.append(("all", confidence.FEATURES))
-    try:
-        for name, names in variants:
-            confidence.BIAS, confidence.WEIGHTS = fit(fit_rows, names=names)
-            threshold = chosen(curve(fit_rows))
-            points = curve(test_rows)
-            at = next(p for p in points if math.isclose(p["threshold"], threshold))
-            loss, auc = separation(test_rows)
-            cut = 1 - at["wrong"] / points[0]["wrong"] if points[0]["wrong"] else math.nan
-            lines_.append(
-                f"| {name} | {loss:.3f} | {auc:.3f} | {threshold:.2f} | {cut:.0%} | "
-                f"{at['kept']:.0%} |"
-            )
-    finally:
-        confidence.BIAS, confidence.WEIGHTS = saved
-    return "\n".join(lines_) + "\n"
-
-
-def separation(rows: list[dict[str, Any]]) -> tuple[float, float]:
-    """The current model's mean log loss on `rows` and its AUC (good ranked above wrong)."""
-    scored = [
-        (confidence.score(f), bool(r["good"])) for r in rows if (f := features_of(r)) is not None
-    ]
-    eps = 1e-9
-    loss = -sum(math.log(p + eps) if y else math.log(1 - p + eps) for p, y in scored)
-    good_ = [p for p, y in scored if y]
-    wrong = [p for p, y in scored if not y]
-    pairs = sum((g > w) + 0.5 * (g == w) for g in good_ for w in wrong)
-    auc = pairs / (len(good_) * len(wrong)) if good_ and wrong else math.nan
-    return loss / max(1, len(scored)), auc
 
 
 def ask_settings(args: argparse.Namespace) -> Settings:

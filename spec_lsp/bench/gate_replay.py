@@ -27,11 +27,20 @@ from typing import Any
 from spec_lsp.bench.common import log
 from spec_lsp.bench.fim_quality import candidate_lines
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
+from spec_lsp.engine import CancelToken, CompletionRequest, Engine, build_engine, confidence
 
 LINES = 6  # lines typed per module
 MID_PAUSES = 3  # pauses inside a line, at most (besides its start)
 PAUSE_AFTER = " (.=,["  # a person pauses after these, if at all
+
+
+def loaded(settings: Settings, backend: str = "llama") -> Engine:
+    """The engine, loaded, computing its tokens' probabilities whatever gate weights are
+    stored for its model (none yet: the bench is what fits them)."""
+    engine = build_engine(settings, backend=backend)
+    engine.load()
+    engine.local.gate = engine.local.gate or confidence.SHIPPED
+    return engine
 
 
 @dataclass(frozen=True)
@@ -105,8 +114,7 @@ def replay(
 ) -> list[dict[str, Any]]:
     """Each region typed by the simulated person; a row per pause with a suggestion (the
     gate bench's row, with the last outcome in the document before it and its own)."""
-    engine = build_engine(settings, backend=backend)
-    engine.load()
+    engine = loaded(settings, backend)
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     try:

@@ -49,6 +49,11 @@ class Server:
             self.opened.add(request.document_id)
             self.scheduler.opened(replace(request, prefix="", suffix=text))
 
+    def focus(self, request: CompletionRequest) -> None:
+        """specLsp/didFocus: an open document brought into view takes the file prefix."""
+        text = request.prefix + request.suffix
+        self.scheduler.opened(replace(request, prefix="", suffix=text))
+
     def edit(self, request: CompletionRequest) -> None:
         """didChange with the cursor left at the request's place (handlers.document_changed);
         a document's first edit is preceded by its didOpen."""

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.cache.in_flight import InFlight
+from spec_lsp.engine.confidence import GateModel
 from spec_lsp.engine.first_answer import FirstAnswer
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.postprocess import Shaping
@@ -148,6 +149,10 @@ class CompletingStage(Protocol):
     def close(self) -> None:
         """Release the model (or the connection)."""
 
+    @property
+    def gate(self) -> GateModel | None:
+        """The confidence gate's weights for its model (gate_weights.py); None: the gate off."""
+
 
 class NotLoaded:
     """The stage before a load, or after one failed: nothing to complete, nothing to do idle."""
@@ -155,6 +160,7 @@ class NotLoaded:
     needs_profile = False
     idle_work = False
     block_pending = False
+    gate: GateModel | None = None
 
     def configure(self, settings: Settings) -> None:
         pass

@@ -2,12 +2,13 @@
 probabilities for the text shown, its length, whether it repeats a line around it, the place
 (end of line, inside a word, after an opener) and what the person did with the last one here.
 
-A logistic model over those features, fitted offline (`spec-lsp bench gate`, on held-out
-places and typing replays; the gate is measured on others) and shipped as the numbers in
-WEIGHTS. Only the features in USED weigh anything: the bench measures what each of the others
-adds on the held-out places (its ablation table), and none of them added there. The gate shows
-an Automatic suggestion whose first line's score clears the threshold, else nothing; an
-Invoked one is always shown (the person asked).
+A logistic model over those features, fitted offline per model (`spec-lsp bench gate --fit`,
+on held-out places and typing replays; chosen and judged on others) and stored with the cost
+profiles (gate_weights.py); SHIPPED holds the default model's. Only the features in USED weigh
+anything: the bench adds features one at a time while they lower the log loss on its second set
+of places (the sum of log probabilities, then whether the rest of the line is empty). The gate shows an Automatic suggestion whose first
+line's score clears the threshold, else nothing; an Invoked one is always shown (the person
+asked).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from spec_lsp.engine.types import Completion, CompletionRequest
 
@@ -31,13 +33,41 @@ FEATURES = (
     "last_accepted",  # the last suggestion in this document was accepted (whole or in part)
     "last_rejected",
 )
-USED = ("sum_logprob", "min_logprob")  # the others: measured, fitted to 0 (see above)
-# fitted by `spec-lsp bench gate` (bench/results/gate.md): 64 held-out places and 120 typing
-# pauses in 8 standard library modules, Qwen2.5-Coder-1.5B
-BIAS = 0.208
-WEIGHTS = {**dict.fromkeys(FEATURES, 0.0), "sum_logprob": 1.115, "min_logprob": -0.431}
+USED = ("sum_logprob", "end_of_line")  # chosen on the bench's second set; the others weigh 0
 OPENERS = "([{,=:"
 WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class GateModel:
+    """The gate's logistic model for one model (or a server's model)."""
+
+    bias: float
+    weights: dict[str, float]
+    fitted_on: str  # the model file (a server: its URL and model) the weights were fitted on
+    source: str = "shipped"  # shipped with spec-lsp, or fitted here (`bench gate --fit`)
+    threshold: float | None = None  # the threshold the fit chose (on its second set)
+    figures: dict[str, Any] = field(default_factory=dict)  # its third set's, at that threshold
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> GateModel:
+        weights = {**dict.fromkeys(FEATURES, 0.0), **data["weights"]}
+        if set(weights) != set(FEATURES):
+            raise ValueError(f"unknown features: {sorted(set(weights) - set(FEATURES))}")
+        return cls(**{**data, "weights": {k: float(v) for k, v in weights.items()}})
+
+
+# fitted by `spec-lsp bench gate` (bench/results/gate.md) on 82 places of 8 standard-library
+# modules (line starts and ends, mid-line, inside an auto-closed bracket), its features chosen
+# on 88 of 8 others, judged on 88 of 8 more: Qwen2.5-Coder-1.5B
+SHIPPED = GateModel(
+    bias=2.125,
+    weights={**dict.fromkeys(FEATURES, 0.0), "sum_logprob": 1.552, "end_of_line": -0.459},
+    fitted_on="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+)
 
 
 @dataclass(frozen=True)
@@ -76,8 +106,8 @@ def features(
     }
 
 
-def score(values: dict[str, float]) -> float:
-    z = BIAS + sum(WEIGHTS[name] * values[name] for name in FEATURES)
+def score(values: dict[str, float], model: GateModel = SHIPPED) -> float:
+    z = model.bias + sum(model.weights[name] * values[name] for name in FEATURES)
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
@@ -106,7 +136,10 @@ def first_line(text: str) -> str:
 
 
 def assess(
-    request: CompletionRequest, completion: Completion, last_outcome: str | None = None
+    request: CompletionRequest,
+    completion: Completion,
+    last_outcome: str | None = None,
+    model: GateModel = SHIPPED,
 ) -> Confidence | None:
     """The suggestion's confidence (that of its first line, which the model was fitted on), or
     None where the engine has no token probabilities for it (answers from the typed-through or
@@ -116,7 +149,7 @@ def assess(
     if not lps or not judged.strip():
         return None
     values = features(request.prefix, request.suffix, judged, lps, last_outcome)
-    return Confidence(score(values), values)
+    return Confidence(score(values, model), values)
 
 
 def gate(
@@ -124,12 +157,16 @@ def gate(
     completion: Completion,
     threshold: float,
     last_outcome: str | None = None,
+    model: GateModel | None = SHIPPED,
 ) -> tuple[str, Confidence | None]:
     """The text to show of an Automatic suggestion: all of it if its first line's score clears
-    `threshold`, else "" (and its confidence). (Showing the longest first words that clear it
+    `threshold`, else "" (and its confidence). No `model` (none fitted for the model in use):
+    shown, not assessed. (Showing the longest first words that clear it
     instead, as a fallback, showed mostly wrong words: on the gate bench's typing replays it
     cut 33% of the wrong suggestions at 0.40, against 69% whole or nothing.)"""
-    whole = assess(request, completion, last_outcome)
+    if model is None:
+        return completion.text, None
+    whole = assess(request, completion, last_outcome, model)
     if whole is None or threshold <= 0 or whole.score >= threshold:
         return completion.text, whole
     return "", whole

@@ -22,7 +22,9 @@ from dataclasses import replace
 from typing import Any
 
 from spec_lsp.config import Settings
+from spec_lsp.engine import gate_weights
 from spec_lsp.engine.answer import Answer, CompletingStage, NotLoaded, begin
+from spec_lsp.engine.confidence import GateModel
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.local import LocalStage
@@ -83,6 +85,17 @@ class Engine:
     def needs_profile(self) -> bool:
         """Whether the adaptive policy still needs this machine's cost profile (in-process)."""
         return self.stage.needs_profile
+
+    @property
+    def gate(self) -> GateModel | None:
+        """The confidence gate's weights for the model in use: fitted on it, or shipped for
+        the default model; None: none fitted for it, the gate is off (gate_weights.py)."""
+        return self.stage.gate
+
+    @property
+    def gate_threshold(self) -> float:
+        """The threshold in force: the setting's, or 0 where the model has no weights."""
+        return self.settings.gate_threshold if self.stage.gate is not None else 0.0
 
     @property
     def local(self) -> LocalStage:
@@ -327,6 +340,7 @@ class Engine:
         data["realized_yield"] = self.stores.ledger.report()
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
+        data["gate"] = gate_weights.describe(self.gate, self.gate_threshold)
         data["guide"] = {**data.get("guide", {}), **self.stores.analyses.report()}
         data["memory"] = self.memory()
         return data

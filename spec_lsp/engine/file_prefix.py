@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from spec_lsp.config import Settings
@@ -48,6 +49,7 @@ from spec_lsp.engine.backends.base import (
     moved_runs,
     sync,
 )
+from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.prompt import Prompt, PromptBuilder
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest
@@ -59,6 +61,17 @@ SAVE_AFTER = 32  # tokens grown before a new snapshot is worth its copy
 # the text evaluated after a document's block when it is only opened (no place known yet); the
 # rest once a request or an edit places the cursor there
 OPENED_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What a kept file prefix was evaluated from, besides its text (in its snapshot)."""
+
+    anchor: int
+    request: CompletionRequest | None
+    block: Block | None
+    warmed: Block | None
+    opened: bool
 
 
 class FilePrefix:
@@ -86,6 +99,10 @@ class FilePrefix:
         self.reanchored = 0
         self.focused = 0  # documents that took the file prefix at open, before any request
         self.used = 0  # requests whose prompt was laid out from the anchor
+        self.restored = 0  # documents whose file prefix came back from the state pool
+        self.came_back = False  # the document's block came back with it, not adopted yet
+        # where the file prefix of a document the focus leaves is kept (Stores: the state pool)
+        self.kept: StatePool | None = None
         # the tokens before the file's text in the snapshot's plan (the block and markers): a
         # new block is put before the text's KV there (swap_tail) instead of evaluating it again
         self.snapshot_head = 0
@@ -186,7 +203,10 @@ class FilePrefix:
             elif prompt.anchored or self._covers(request, prompt, prompts, budget):
                 return
         if request.document_id != self.document:
-            self._take(request)  # (its block: chosen for it while idle)
+            if self._take(request):  # kept from its last focus: the place decides the anchor
+                self.request, self.opened = request, False
+                if place_anchor() == self.anchor:
+                    return
         else:  # a new anchor: the snapshot still holds the block before the text
             self.document, self.request, self.text = request.document_id, request, text
         self.anchor, self.opened, self.pending = place_anchor(), False, True
@@ -201,19 +221,40 @@ class FilePrefix:
         budget = self.budget(settings, prompts.target.n_ctx)
         if request.document_id == self.document or not budget or not prompts.shares_prefix:
             return False
-        self._take(request)
+        self.focused += 1
+        if self._take(request):  # its block and text kept from its last focus
+            return True
         self.anchor, self.pending, self.opened = 0, True, True
         self.reanchored += 1
-        self.focused += 1
         return True
 
-    def _take(self, request: CompletionRequest) -> None:
-        """Another document's file prefix: nothing of the last one's is kept."""
-        self.document, self.request = request.document_id, request
-        self.text = request.prefix + request.suffix
+    def _take(self, request: CompletionRequest) -> bool:
+        """Another document's file prefix. The last one's is kept in the state pool (bounded:
+        cache/states.py) with what it was evaluated from; this one's, if kept there, comes back
+        (its block, anchor and snapshot: nothing is evaluated again for a text unchanged since).
+        Returns whether it came back."""
+        if self.kept is not None and self.document and self.snapshot is not None:
+            meta = _Kept(self.anchor, self.request, self.block, self.warmed, self.opened)
+            self.kept.keep_prefix(self.document, self.snapshot, (meta, self.snapshot_head))
+        text = request.prefix + request.suffix
+        back = self.kept.take_prefix(request.document_id) if self.kept is not None else None
+        self.document, self.request, self.text = request.document_id, request, text
         self.block = self.warmed = self.snapshot = self.swapping = None
         self.snapshot_head, self.ready, self.ready_s = 0, False, None
-        self.since = time.monotonic()
+        self.since, self.came_back = time.monotonic(), False
+        if back is None:
+            return False
+        self.snapshot, (meta, self.snapshot_head) = back
+        self.anchor, self.block, self.warmed, self.opened = (
+            meta.anchor,
+            meta.block,
+            meta.warmed,
+            meta.opened,
+        )
+        self.request = meta.request if meta.request is not None else request
+        self.pending, self.restored = True, self.restored + 1  # (grow: nothing left, or the edit)
+        self.came_back = True  # (its block is the context stage's choice again: adopted)
+        return True
 
     def _covers(
         self, request: CompletionRequest, prompt: Prompt, prompts: PromptBuilder, budget: int
@@ -422,6 +463,7 @@ class FilePrefix:
             "anchors": self.reanchored,
             "focused": self.focused,
             "prompts": self.used,
+            "restored": self.restored,
             "block_ready_s": None if self.ready_s is None else round(self.ready_s, 3),
         }
 

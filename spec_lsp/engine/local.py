@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import calibrate, loading
+from spec_lsp.engine import calibrate, gate_weights, loading
 from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
@@ -82,6 +82,7 @@ class LocalStage:
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
         self.profile = cost_profile.load_cached(self.profile_key())
+        self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
         self._profile_samples = {}  # (another key's passes are no part of this one's)
@@ -211,7 +212,8 @@ class LocalStage:
             else (),
             on_round=lambda out: answer.progress(read(out)),
             first_allowed=prompt.first_allowed,
-            logprobs=self.settings.gate_threshold > 0,  # (the gate off: no cost at all)
+            # (the gate off, or no weights for this model: no cost at all)
+            logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
             guide=self._guide(request, prompt, answer.stats),
         )
         temperature = request.sampling.temperature
@@ -337,6 +339,10 @@ class LocalStage:
         and again when what it is chosen from changed (file_prefix: only the block's new
         tokens are evaluated then, with kvShift)."""
         fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        if fp.came_back:  # the focus came back: the block its text was evaluated after
+            fp.came_back = False
+            context.adopt(fp.document, focus, fp.block)
+            return
         if not context.stale(focus):
             return
         budget = FilePrefix.budget(self.settings, self.prompts.target.n_ctx) // 2

@@ -37,6 +37,9 @@ class Stores:
     in_flight: InFlight = field(default_factory=InFlight)  # the running generation's text
     analyses: Analyses = field(default_factory=Analyses)  # the guide's: members per receiver
 
+    def __post_init__(self) -> None:
+        self.file_prefix.kept = self.states  # (a file prefix the focus leaves is kept there)
+
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); the editor's thread."""
         self.sources.document_changed(document_id, text)

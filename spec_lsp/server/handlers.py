@@ -136,12 +136,12 @@ def document_changed(
 
 def document_focused(ls: SpecLanguageServer, params: Any) -> None:
     """specLsp/didFocus `{textDocument: {uri}}`: an open document brought into view (VS Code's
-    active editor, Neovim's BufEnter). The file prefix becomes its own, as at didOpen; a
-    document not open, too large, or completions off: nothing."""
+    active editor, Neovim's BufEnter). The file prefix becomes its own, as at didOpen (one not
+    open yet: at its didOpen); too large, or completions off: nothing."""
     text_document = getattr(params, "text_document", None) or getattr(params, "textDocument", None)
     uri = getattr(text_document, "uri", None)
-    if isinstance(uri, str) and ls.workspace.text_documents.get(unquote(uri)) is not None:
-        ls.focus(uri)
+    if isinstance(uri, str):
+        ls.focus(uri, told=True)
 
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

@@ -9,7 +9,7 @@ import os
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlparse
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 CLIENT_TIMEOUT_S = 5.0  # how long to wait for the client's answer to our own requests
 MODEL_WATCH_S = 1.0  # how often the model files are checked for changes on disk
 FileIdentity = tuple[int, int, int] | None  # inode, size, mtime; None: no such file
+# the URI schemes of documents a person edits (a file, an unsaved buffer, a notebook's cell);
+# the others are views (a diff's git: side, fugitive://, a merge's): no focus, no context block
+EDITED_SCHEMES = ("file", "untitled", "vscode-notebook-cell")
 
 
 class SpecLanguageServer(LanguageServer):
@@ -38,6 +41,8 @@ class SpecLanguageServer(LanguageServer):
         self.load_error: str | None = None
         self.folders: list[str] = []  # the workspace folders the editor named at initialize
         self.focused: str | None = None  # the document last opened or brought into view
+        self.tells_focus = False  # the client sends specLsp/didFocus (it sent one)
+        self.told: str | None = None  # the document its last specLsp/didFocus named
         self._model_files: dict[str, FileIdentity] = {}  # as they were at the last load
         self._watcher: asyncio.Task[None] | None = None
         # whether the client tells us of files changed on disk: "pending" until asked after the
@@ -47,10 +52,25 @@ class SpecLanguageServer(LanguageServer):
         self.showing = Showing(self.acceptance)
         self._retention_timer: asyncio.TimerHandle | None = None
 
-    def focus(self, uri: str) -> None:
-        """A document opened or brought into view takes the file prefix (scheduler.opened).
-        Remembered: one opened while the model loads (an editor started with a file open)
-        takes it once the model is ready."""
+    def focus(self, uri: str, *, told: bool = False) -> None:
+        """A document opened, or brought into view (`told`: specLsp/didFocus), takes the file
+        prefix (scheduler.opened): its block and text are evaluated while the person reads.
+        Not a document opened only to be shown: one whose URI is not a file's or an unsaved
+        buffer's (a diff's `git:` side, Neovim's `fugitive://`), nor, from a client that tells
+        the focus (it sent specLsp/didFocus), one opened without it (VS Code opens the file of a
+        peek or a hover's preview: didOpen, and no editor comes into view). A focus told before
+        the document's didOpen is taken at the didOpen."""
+        if told:
+            self.tells_focus, self.told = True, uri
+        elif self.tells_focus and uri != self.told:
+            return
+        if urlparse(uri).scheme not in EDITED_SCHEMES:
+            return
+        self._take_focus(uri)
+
+    def _take_focus(self, uri: str) -> None:
+        """Remembered: a document opened while the model loads (an editor started with a file
+        open) takes it once the model is ready."""
         self.focused = uri
         document = self.document_for(uri)
         if document is not None:
@@ -84,11 +104,13 @@ class SpecLanguageServer(LanguageServer):
         """What is shown of the answer to `request`, and the work that follows it (showing.py:
         the one place that decides)."""
         document = self.workspace.text_documents.get(unquote(request.document_id))
+        engine = self.scheduler.engine  # (its weights are the model's: none, the gate off)
         return self.showing.decide(
             request,
             completion,
             invoked=invoked,
-            threshold=self.settings.gate_threshold,
+            threshold=engine.gate_threshold,
+            gate=engine.gate,
             still_open=document is not None,
             stale=document is not None and (document.version or 0) != request.version,
         )
@@ -193,7 +215,7 @@ class SpecLanguageServer(LanguageServer):
             await self.scheduler.load(lambda: self._load_or_update(settings, report, reload))
             self.load_error = None
             if loading and engine.ready and self.focused is not None:
-                self.focus(self.focused)  # (opened while the model loaded: nothing took it)
+                self._take_focus(self.focused)  # (opened while the model loaded)
         except EngineError as exc:
             self.load_error = str(exc)
             self.tell(str(exc), lsp.MessageType.Error)

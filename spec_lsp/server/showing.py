@@ -22,8 +22,8 @@ A suggestion's way to the screen, in order; each step names the module that does
      where it stands (acceptance.continues; the rest may have grown: an early answer's next
      lines): shown, not gated again, so that it never vanishes under the person's keys;
    - `confident` / `hidden`: an Automatic answer is gated (engine/confidence.gate: the chance
-     the model gives its first line against `gateThreshold`; `gate_off` when the threshold is
-     0), whole or nothing.
+     the model gives its first line against `gateThreshold`, with the weights fitted for the
+     model in use; `gate_off` when the threshold is 0 or the model has none), whole or nothing.
 5. The follow-on work (`Verdict.precompute`, `Verdict.stop_rest`): a shown suggestion's next one
    is precomputed (as if accepted) unless it came from the typed-through cache (its next one
    was computed with it) or the document closed meanwhile; a hidden one costs nothing more: no
@@ -41,6 +41,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from spec_lsp.engine import Completion, CompletionRequest, confidence
+from spec_lsp.engine.confidence import GateModel
 from spec_lsp.server.acceptance import Acceptance
 
 log = logging.getLogger(__name__)
@@ -75,16 +76,20 @@ class Showing:
         *,
         invoked: bool,
         threshold: float,
+        gate: GateModel | None = confidence.SHIPPED,
         still_open: bool = True,
         stale: bool = False,
     ) -> Verdict:
         """The verdict on `completion`, the answer to `request` (`invoked`: the person asked;
-        `threshold`: the gate's for Automatic answers; `still_open`: the document is open;
-        `stale`: it changed since the request)."""
+        `threshold`: the gate's for Automatic answers, with `gate`'s weights, None: the gate
+        off; `still_open`: the document is open; `stale`: it changed since the request)."""
+        threshold = threshold if gate is not None else 0.0
         if stale and completion is not None and completion.text:
             verdict = Verdict(None, None, "stale")
         else:
-            verdict = self._verdict(request, completion, invoked=invoked, threshold=threshold)
+            verdict = self._verdict(
+                request, completion, invoked=invoked, threshold=threshold, gate=gate
+            )
         if verdict.shown and verdict.completion is not None:
             number = self.acceptance.shown(
                 request.document_id, request.prefix, request.suffix, verdict.completion.text
@@ -107,6 +112,7 @@ class Showing:
         *,
         invoked: bool,
         threshold: float,
+        gate: GateModel | None,
     ) -> Verdict:
         if completion is None or not completion.text:
             return Verdict(None, None, "empty")
@@ -118,7 +124,7 @@ class Showing:
         if threshold <= 0:
             return Verdict(completion, None, "gate_off")
         last = self.acceptance.last_outcome(document)
-        text, assessed = confidence.gate(request, completion, threshold, last)
+        text, assessed = confidence.gate(request, completion, threshold, last, gate)
         score = assessed.score if assessed is not None else None
         if text:  # (the gate's verdict: whole or nothing)
             return Verdict(completion, None, "confident", score)

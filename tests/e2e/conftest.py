@@ -10,17 +10,30 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from dataclasses import replace
 from typing import Any
 
 import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from spec_lsp.engine import confidence, gate_weights
+
 SERVER = [sys.executable, "-m", "spec_lsp.cli", "serve", "--backend", "fake"]
 SERVER_DEBUG = [*SERVER, "--log-level", "DEBUG"]
 URI = "file:///work/demo.py"
+FAKE = "<fake-corpus>"  # the fake backend's model path
 AUTOMATIC = lsp.InlineCompletionTriggerKind.Automatic
 INVOKED = lsp.InlineCompletionTriggerKind.Invoked
+
+
+def gate_fitted(*, url: str | None = None, remote_model: str = "stub-coder") -> None:
+    """The gate's weights fitted for the fake model (`url`: a server's model), as `spec-lsp
+    bench gate --fit` leaves them where the server looks (the test session's cache folder:
+    tests/conftest.py). Without them the gate is off for a model it was not fitted on."""
+    key = gate_weights.remote_key(url, remote_model) if url else gate_weights.model_key(FAKE)
+    fitted = replace(confidence.SHIPPED, fitted_on=url or FAKE, source="fitted")
+    gate_weights.save(key, fitted)
 
 
 def capabilities(*, encodings: list[str] | None = None) -> lsp.ClientCapabilities:

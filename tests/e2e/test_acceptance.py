@@ -13,6 +13,7 @@ from pytest_lsp import LanguageClient
 from tests.e2e.conftest import (
     INVOKED,
     edit,
+    gate_fitted,
     inline,
     open_doc,
     server_config,
@@ -94,6 +95,7 @@ async def test_the_items_command_says_it_was_accepted(client):
 
 @pytest_lsp.fixture(config=server_config())
 async def strict(lsp_client: LanguageClient):
+    gate_fitted()
     await start(lsp_client, {"precompute": False, "gateThreshold": 1.0})
     await wait_ready(lsp_client)
     yield

@@ -59,7 +59,8 @@ async def begin(
         lsp.InitializeParams(
             capabilities=caps,
             workspace_folders=folders,
-            initialization_options={"precompute": False, **options},
+            # (the context block on: contextTokens is 0 by default)
+            initialization_options={"precompute": False, "contextTokens": 640, **options},
         )
     )
     if ready:

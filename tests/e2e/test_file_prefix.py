@@ -19,6 +19,7 @@ LINES = [f"def function_{i}(x):\n    return x * {i} + len('{'ab' * (i % 7)}')\n"
 TEXT = "".join(LINES)
 # windows as long as the defaults' in a real tokenizer's tokens (the fake model: a byte a token)
 SETTINGS = {"precompute": False, "prefixTokens": 1200, "suffixTokens": 300, "multiline": "never"}
+SETTINGS["contextTokens"] = 640  # (the context block on: 0 by default)
 
 
 @pytest_lsp.fixture(config=server_config(SPEC_LSP_FAKE_DELAY_MS="10"))
@@ -130,6 +131,44 @@ async def test_a_document_brought_into_view_takes_the_file_prefix(client):
     client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": URI}})
     after = await poll(client, lambda s: s.file_prefix.focused == before.focused + 1)
     assert after.memory.file_prefix.anchor_line == 0
+
+
+async def test_going_back_to_a_file_evaluates_nothing(client):
+    """A -> B -> A: the second visit to A finds its block and text kept (the state pool)."""
+    other = "file:///work/other.py"
+    open_doc(client, TEXT, uri=URI)
+    await poll(client, lambda s: s.file_prefix.focused == 1 and not s.memory.file_prefix.pending)
+    open_doc(client, TEXT.replace("function_", "other_"), uri=other)
+    before = await poll(
+        client, lambda s: s.file_prefix.focused == 2 and not s.memory.file_prefix.pending
+    )
+    client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": URI}})
+    after = await poll(
+        client, lambda s: s.file_prefix.restored == 1 and not s.memory.file_prefix.pending
+    )
+    assert after.file_prefix.evaluated == before.file_prefix.evaluated
+    assert after.memory.file_prefix.tokens >= OPENED_TOKENS
+    assert after.memory.saved_states.file_prefixes == 1  # (B's, kept in turn)
+
+
+async def test_a_document_only_shown_takes_no_focus(client):
+    """A diff's side (a `git:` URI) and, from a client that tells the focus, a file opened
+    without it (VS Code's peek: didOpen, no editor in view) keep the focus where it is: no
+    block or text of theirs is evaluated. A focus told before its didOpen is taken there."""
+    open_doc(client, TEXT, uri=URI)
+    before = await poll(
+        client, lambda s: s.file_prefix.focused == 1 and not s.memory.file_prefix.pending
+    )
+    open_doc(client, TEXT.replace("function_", "old_"), uri="git:/work/places.py?ref=HEAD")
+    client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": URI}})  # (in view)
+    open_doc(client, TEXT.replace("function_", "peeked_"), uri="file:///work/peeked.py")
+    await asyncio.sleep(0.5)
+    after = await stats(client)
+    assert after.file_prefix.focused == 1
+    assert after.file_prefix.evaluated == before.file_prefix.evaluated  # (nothing of theirs)
+    client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": "file:///work/new.py"}})
+    open_doc(client, TEXT.replace("function_", "new_"), uri="file:///work/new.py")
+    await poll(client, lambda s: s.file_prefix.focused == 2)
 
 
 async def test_the_block_gets_in_between_keys_while_the_person_types(slow_client):

@@ -20,6 +20,7 @@ from pytest_lsp import LanguageClient
 from tests.e2e.conftest import (
     INVOKED,
     edit,
+    gate_fitted,
     inline,
     open_doc,
     params,
@@ -236,6 +237,7 @@ async def test_the_gate_hides_an_unsure_automatic_answer_from_the_server(client,
     stub.llama_server = native
     stub.pieces = ["total", " = a + b", "\n"]
     api = {"remoteApi": "infill"} if native else {}
+    gate_fitted(url=stub.url)
     await connect(client, stub.url, precompute=False, gateThreshold=0.4, **api)
     open_doc(client, "def f(a, b):\n    ")
     asked = stub.infills if native else stub.completions
@@ -261,3 +263,16 @@ async def test_without_the_gate_the_server_is_not_asked_for_log_probabilities(cl
     open_doc(client, "def f(a, b):\n    ")
     assert (await inline(client, 1, 4)).items
     assert "logprobs" not in stub.completions[-1] and "n_probs" not in stub.completions[-1]
+
+
+async def test_the_gate_is_off_for_a_server_it_was_not_fitted_on(client, stub):
+    """No weights fitted on this server's model: every answer shown, no log probabilities
+    asked, whatever gateThreshold says; the stats say why."""
+    await connect(client, stub.url, precompute=False, gateThreshold=0.9)
+    stub.logprob = -6.0  # (unsure of every token: the shipped weights would hide it)
+    open_doc(client, "def f(a, b):\n    ")
+    assert (await inline(client, 1, 4)).items
+    assert "logprobs" not in stub.completions[-1]
+    data = await stats(client)
+    assert data.acceptance.hidden == 0 and not data.gate.on and data.gate.threshold == 0
+    assert "bench gate --fit" in data.gate.why

@@ -7,7 +7,6 @@ import argparse
 import random
 
 from spec_lsp.bench import gate, gate_replay
-from spec_lsp.engine import confidence
 
 
 def test_pauses_are_line_starts_and_some_separators_not_near_the_end():
@@ -47,10 +46,11 @@ def test_a_replay_records_each_pause_with_the_outcome_before_it():
     assert all(r["logprobs"] for r in rows)  # (the gate on: what the features read)
 
 
-def test_a_feature_left_out_weighs_nothing_and_the_ablation_reports_every_variant():
+def _rows(n: int = 40) -> list[dict]:
+    """Rows whose sum of log probabilities tells good from wrong; the rest is noise."""
     rng = random.Random(1)
     rows = []
-    for i in range(40):
+    for i in range(n):
         good = i % 2 == 0
         lp = -0.1 if good else -2.5 + rng.random()
         rows.append(
@@ -66,9 +66,46 @@ def test_a_feature_left_out_weighs_nothing_and_the_ablation_reports_every_varian
                 "last": "accepted" if i % 3 else "rejected",
             }
         )
-    bias, weights = gate.fit(rows, names=("mean_logprob", "min_logprob"))
-    assert weights["log_chars"] == 0.0 and weights["min_logprob"] > 0
-    table = gate.ablation(rows, rows)
-    assert "| all |" in table and "| + last_rejected |" in table
-    assert "| - min_logprob |" in table and "| used: sum_logprob, min_logprob |" in table
-    assert (confidence.BIAS, confidence.WEIGHTS) != (bias, weights)  # (restored after)
+    return rows
+
+
+def test_a_feature_left_out_weighs_nothing():
+    model = gate.fit(_rows(), names=("mean_logprob", "min_logprob"))
+    assert model.weights["log_chars"] == 0.0 and model.weights["min_logprob"] > 0
+
+
+def test_features_are_chosen_on_the_choose_set_and_judged_on_the_third():
+    rows = _rows(60)
+    names, table = gate.select(rows[:20], rows[20:40])
+    assert names and names[0].endswith("logprob") and "last_rejected" not in names
+    assert table[-1].startswith("Chosen:")
+    text, model = gate.report(
+        {
+            "model": "/m/some-coder.gguf",
+            "fit": rows[:20],
+            "choose": rows[20:40],
+            "judge": rows[40:],
+        },
+        refit=True,
+    )
+    assert model.fitted_on == "some-coder.gguf" and model.threshold is not None
+    assert model.figures["good_shown"] >= gate.KEEP and model.figures["wrong_hidden"] == 1.0
+    assert "On the judge set at the chosen threshold" in text
+
+
+def test_places_include_mid_line_and_inside_an_auto_closed_bracket():
+    found = gate.places(["textwrap.py"], 10)
+    kinds = {p["kind"] for p in found}
+    assert kinds == set(gate.KINDS)
+    for place in found:
+        rest_of_line = place["suffix"].split("\n", 1)[0]
+        if place["kind"] in ("start", "typing"):
+            assert rest_of_line == ""
+        else:
+            assert rest_of_line and place["expected"]
+        if place["kind"] == "in_bracket":
+            assert (
+                place["prefix"][-1] in "([{"
+                and rest_of_line[0] == gate.CLOSERS[place["prefix"][-1]]
+            )
+    assert gate.places(["textwrap.py"], 10) == found  # seeded

@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, build_engine, confidence, sampling
+from spec_lsp.engine import CancelToken, build_engine, confidence, gate_weights, sampling
 from spec_lsp.engine.types import Completion, CompletionRequest, DecodeStats
+
+
+@pytest.fixture(autouse=True)
+def fitted_fake(tmp_path, monkeypatch):
+    """Gate weights fitted for the fake model (without them the gate is off for it)."""
+    monkeypatch.setenv("SPEC_LSP_PROFILE_DIR", str(tmp_path))
+    gate_weights.save(gate_weights.model_key("<fake-corpus>"), confidence.SHIPPED)
+
 
 REQUEST = CompletionRequest(prefix="def area(r):\n    return ", suffix="\n")
 
@@ -85,8 +93,14 @@ def test_a_multi_line_suggestion_is_judged_by_its_first_line() -> None:
 
 
 def test_the_decode_records_token_probabilities_only_with_the_gate_on() -> None:
+    """On: a threshold and weights for the model (the fixture's, for the fake one)."""
     request = CompletionRequest(prefix="def fo", suffix="\n", document_id="d")
-    for threshold, recorded in ((0.4, True), (0.0, False)):
+    for threshold, fitted, recorded in ((0.4, False, False), (0.4, True, True), (0.0, True, False)):
+        key = gate_weights.model_key("<fake-corpus>")
+        if fitted:
+            gate_weights.save(key, confidence.SHIPPED)
+        else:
+            gate_weights.path_for(key).unlink()
         engine = build_engine(Settings(gate_threshold=threshold, cache=False), backend="fake")
         engine.load()
         done = engine.complete(request, CancelToken())

@@ -20,7 +20,8 @@ URI = "file:///module.py"
 
 def make(**settings):
     # windows as long as the defaults' in a real tokenizer's tokens (~3 bytes each)
-    settings = {"prefix_tokens": 1200, "suffix_tokens": 300, **settings}
+    # (the context block on, as a person who turns it on has it: contextTokens 640)
+    settings = {"prefix_tokens": 1200, "suffix_tokens": 300, "context_tokens": 640, **settings}
     engine = build_engine(
         Settings(drafter="ngram", precompute=False, multiline="never", **settings), backend="fake"
     )
@@ -335,3 +336,64 @@ def test_a_block_put_in_is_resumed_after_a_cancel(engine):
     assert fp.swapping is None and not fp.pending and fp.ready
     assert list(target.tokens) == list(fp.snapshot.tokens)
     assert first + rest <= fp.snapshot_head - common_prefix_len(before, target.tokens) + 2
+
+
+OTHER = "file:///other.py"
+
+
+def test_going_back_to_a_file_evaluates_nothing_again(engine):
+    """A -> B -> A: A's block and text, evaluated at its first focus, are kept while B has the
+    focus (the state pool) and come back with A: the second visit evaluates no token, and its
+    block is the one its text was evaluated after, ready at once."""
+    tab(engine, "file:///shapes.py", SHAPES)
+    opened(engine)
+    fp = engine.stores.file_prefix
+    first = grow(engine)
+    block, tokens = fp.block, fp.snapshot.tokens
+    assert block is not None and first == len(tokens)
+    opened(engine, TEXT.replace("function_", "helper_"), OTHER)
+    assert grow(engine) > 0  # B's first visit
+    assert engine.memory()["saved_states"]["file_prefixes"] == 1
+    engine.document_opened(CompletionRequest("", FOCUSED, document_id=URI, file_name="module.py"))
+    assert grow(engine) == 0  # A again: nothing evaluated
+    assert fp.document == URI and fp.block is block and fp.ready
+    assert fp.snapshot.tokens == tokens and fp.report()["restored"] == 1
+    assert engine.stores.context.block is block  # (the context stage's choice again)
+    # its requests use it: the prompt opens with the block, held in the KV
+    prompt = engine.local.prompt(at(100, FOCUSED))
+    assert prompt.block is block and fp.held(prompt.tokens) >= fp.snapshot_head
+    # and B's came to the pool in turn: back to it, nothing evaluated either
+    opened(engine, TEXT.replace("function_", "helper_"), OTHER)
+    assert grow(engine) == 0
+
+
+def test_a_file_edited_while_away_evaluates_from_the_edit_on(engine):
+    opened(engine)
+    fp = engine.stores.file_prefix
+    grow(engine)
+    opened(engine, TEXT.replace("function_", "helper_"), OTHER)
+    grow(engine)
+    edited = FOCUSED.replace("function_5(", "changed_5(")  # (within its first tokens)
+    engine.document_changed(URI, edited)
+    engine.document_opened(CompletionRequest("", edited, document_id=URI, file_name="module.py"))
+    kept = len(fp.snapshot.tokens)
+    evaluated = grow(engine)
+    assert 0 < evaluated < kept  # from the changed line on
+    assert list(engine.local.loaded.target.tokens) == list(fp.snapshot.tokens)
+
+
+def test_kept_file_prefixes_are_bounded(engine):
+    """The state pool keeps the file prefixes of its last DOCUMENTS documents; an older one is
+    evaluated again, and closing a document drops its kept state."""
+    pool = engine.stores.states
+    uris = [f"file:///m{i}.py" for i in range(pool.size + 2)]
+    for uri in uris:
+        opened(engine, TEXT.replace("function_", uri[-5:-3] + "_"), uri)
+        grow(engine)
+    memory = engine.memory()["saved_states"]
+    assert memory["file_prefixes"] == pool.size and memory["bytes"] <= pool.max_bytes
+    assert pool.saved("file_prefix") == uris[1:-1]
+    engine.document_closed(uris[1])
+    assert uris[1] not in pool.saved("file_prefix")
+    opened(engine, TEXT.replace("function_", uris[0][-5:-3] + "_"), uris[0])
+    assert grow(engine) > 0  # the oldest was dropped: evaluated again

@@ -50,6 +50,7 @@ ENGINE_LAYERS = [
         "stores",
         "answer",
         "confidence",
+        "gate_weights",
     },
     # the stages that complete a request: in process, and the remote engine in one folder
     # (client, stream, prompt, tokens, health, connect, its stage)

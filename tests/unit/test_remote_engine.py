@@ -500,7 +500,7 @@ def test_the_context_block_outlives_a_reload_of_the_remote_engine(stub):
     (another timeout) reload the engine, and the next ask there still opens with it."""
     tab, main = "file:///p/shapes.py", "file:///p/main.py"
     text = "from shapes import polygon_area\n\n\ndef report(points):\n    area = \n"
-    engine = remote(stub.url, [], fim_template="qwen")
+    engine = remote(stub.url, [], fim_template="qwen", context_tokens=640)
     engine.document_changed(tab, "def polygon_area(points):\n    return 0.0\n")
     engine.document_changed(main, text)
     here = CompletionRequest(prefix=text[:-1], suffix="\n", document_id=main, file_name="main.py")

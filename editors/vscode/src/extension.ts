@@ -26,7 +26,15 @@ interface Acceptance {
   rate?: number | null;
 }
 
+/** The confidence gate: off for a model it was not fitted on (`why` says so). */
+interface Gate {
+  on?: boolean;
+  threshold?: number;
+  why?: string;
+}
+
 interface Stats {
+  gate?: Gate;
   acceptance?: Acceptance;
   acceptance_rate?: number;
   tokens_per_second?: number;
@@ -154,6 +162,9 @@ async function startClient(): Promise<void> {
     }
     return;
   }
+  // The server takes the focus from this notification once it has seen one (a didOpen alone
+  // is then a peek or a preview): tell it which editor is in view now.
+  focused(vscode.window.activeTextEditor);
   startPolling();
 }
 
@@ -282,11 +293,24 @@ function updateStatus(stats?: Stats): void {
   } else if (stats) {
     // the person's acceptance of the suggestions beside the speed
     status.text = `$(sparkle) ${keptRate(stats)} · ${(stats.tokens_per_second ?? 0).toFixed(1)} tok/s`;
-    status.tooltip = `spec-lsp: ${summary(stats)}\nmodels: ${(stats.models ?? []).join(', ') || '-'}`;
+    status.tooltip =
+      `spec-lsp: ${summary(stats)}\nmodels: ${(stats.models ?? []).join(', ') || '-'}` +
+      `\n${gateLine(stats.gate)}`;
   } else if (!status.text.startsWith('$(sparkle)')) {
     status.text = '$(sparkle) spec-lsp';
     status.tooltip = 'spec-lsp is running';
   }
+}
+
+/** The gate's line of the tooltip: its threshold, or why it is off. */
+function gateLine(gate?: Gate): string {
+  if (!gate) {
+    return 'confidence gate: -';
+  }
+  if (gate.on) {
+    return `confidence gate: on (threshold ${gate.threshold})`;
+  }
+  return `confidence gate: off${gate.why ? ` (${gate.why})` : ''}`;
 }
 
 function startPolling(): void {

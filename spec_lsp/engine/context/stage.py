@@ -229,6 +229,25 @@ class ContextStage:
         )
         return self.block
 
+    def adopt(self, document_id: str, focus: tuple[Any, ...], block: Block | None) -> None:
+        """The block a document's text was evaluated after, kept with it while the focus was
+        elsewhere (file_prefix: the state pool), is the choice for `focus` again: chosen anew
+        only once what blocks are chosen from changes from now on (an edit elsewhere, the
+        workspace), not for what changed while the document was away (the tabs opened then)."""
+        with self._lock:
+            self._moved_on(document_path(document_id))
+        self._chosen_for = (*focus, self.generation)
+        self.block = block
+        self.last = block.describe() if block else []
+
+    def _moved_on(self, path: str) -> None:
+        """Former focus documents, edited while in focus: parsed now, while idle (the lock
+        held)."""
+        moved_on = self._stale - {path}
+        self._stale -= moved_on
+        self._dirty |= moved_on
+        self._moves |= moved_on
+
     def block_for(self, document_id: str) -> Block | None:
         """The block chosen last, if it was chosen for this document."""
         block = self.block
@@ -251,10 +270,7 @@ class ContextStage:
         with self._lock:
             others = {p: t for p, t in self._documents.items() if p != path}
             recent = [edit for edit in self._recent if edit[0] != path]
-            moved_on = self._stale - {path}  # a former focus: parsed now, while idle
-            self._stale -= moved_on
-            self._dirty |= moved_on
-            self._moves |= moved_on
+            self._moved_on(path)
             self.windows.keep_only(self._documents)  # (a document closed since: forgotten)
         chunks = select(
             path=path,

@@ -53,20 +53,25 @@ def prompt_for(
 
 
 def ask(
-    remote: RemoteLoaded, answer: Answer, settings: Settings, *, block: Block | None
+    remote: RemoteLoaded,
+    answer: Answer,
+    settings: Settings,
+    *,
+    block: Block | None,
+    logprobs: bool = True,
 ) -> tuple[TextPrompt, str]:
     """The prompt sent and the server's text (the stream closed once the answer's stop rules
     are met; its text so far told to it, and its end however it came: `answer.settled`).
     Raises RemoteFault or Cancelled."""
     try:
-        return _ask(remote, answer, settings, block)
+        return _ask(remote, answer, settings, block, logprobs)
     finally:
         answer.stats.cache = answer.kind or "remote"
         answer.settled()
 
 
 def _ask(
-    remote: RemoteLoaded, answer: Answer, settings: Settings, block: Block | None
+    remote: RemoteLoaded, answer: Answer, settings: Settings, block: Block | None, logprobs: bool
 ) -> tuple[TextPrompt, str]:
     request = answer.request
     while True:
@@ -80,7 +85,7 @@ def _ask(
 
         job = _job(remote, prompt, request.max_tokens, request.sampling, should_stop, progress)
         # the confidence gate's token probabilities, as in process: asked only with it on
-        job = replace(job, logprobs=settings.gate_threshold > 0)
+        job = replace(job, logprobs=logprobs and settings.gate_threshold > 0)
         try:
             with remote.tokens.asking():
                 return prompt, stream_decode(

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from spec_lsp.config import Settings
+from spec_lsp.engine import gate_weights
 from spec_lsp.engine.answer import Answer
+from spec_lsp.engine.confidence import GateModel
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.postprocess import Shaping
 from spec_lsp.engine.remote import ask
@@ -42,6 +44,7 @@ class RemoteStage:
     ) -> None:
         self.remote, self.settings, self.stores, self.totals = remote, settings, stores, totals
         self._place: CompletionRequest | None = None  # the last place asked
+        self._gate: tuple[tuple[str, str], GateModel | None] | None = None  # (for the model)
 
     @classmethod
     def open(
@@ -59,6 +62,15 @@ class RemoteStage:
 
     def configure(self, settings: Settings) -> None:
         self.settings = settings
+
+    @property
+    def gate(self) -> GateModel | None:
+        """Weights fitted on this server's model here, if any: else the gate is off (the
+        server's model is not known to be the one the shipped weights were fitted on)."""
+        key = (self.remote.client.url, self.remote.model)  # (the model: named once connected)
+        if self._gate is None or self._gate[0] != key:
+            self._gate = (key, gate_weights.for_remote(*key))
+        return self._gate[1]
 
     def close(self) -> None:
         self.remote.close()
@@ -78,7 +90,9 @@ class RemoteStage:
         self._place = request
         block = self.stores.context.block_for(request.document_id)  # (chosen while idle)
         try:
-            prompt, generated = ask.ask(remote, answer, self.settings, block=block)
+            prompt, generated = ask.ask(
+                remote, answer, self.settings, block=block, logprobs=self.gate is not None
+            )
         except RemoteFault as fault:  # (the answer settled: ask.ask)
             remote.health.failed(fault.kind, str(fault))
             remote.connected = remote.connected and fault.kind not in RECONNECT_AFTER

@@ -82,11 +82,22 @@ function M.status()
   return string.format('spec-lsp %s · %.1f tok/s', M.kept_rate(s), s.tokens_per_second or 0)
 end
 
+--- The confidence gate: its threshold, or why it is off (no weights fitted for the model).
+local function gate_text(g)
+  if type(g) ~= 'table' then
+    return '-'
+  end
+  if g.on then
+    return string.format('on (threshold %s)', g.threshold)
+  end
+  return 'off' .. ((type(g.why) == 'string') and (' (' .. g.why .. ')') or '')
+end
+
 function M.format_stats(s)
   local p50 = s.latency_ms_p50 == vim.NIL and '-' or tostring(s.latency_ms_p50 or '-')
   local a = s.acceptance or {}
   return string.format(
-    'spec-lsp: suggestions accepted %s (%d/%d shown), drafts accepted %d%% (%d/%d), %.1f tok/s, %d completions, p50 %s ms, models: %s',
+    'spec-lsp: suggestions accepted %s (%d/%d shown), drafts accepted %d%% (%d/%d), %.1f tok/s, %d completions, p50 %s ms, models: %s, confidence gate: %s',
     M.kept_rate(s),
     (a.accepted or 0) + (a.partial or 0),
     a.shown or 0,
@@ -96,7 +107,8 @@ function M.format_stats(s)
     s.tokens_per_second or 0,
     s.requests or 0,
     p50,
-    table.concat(s.models or {}, ', ')
+    table.concat(s.models or {}, ', '),
+    gate_text(s.gate)
   )
 end
 
@@ -205,19 +217,18 @@ function M.setup(opts)
   start_client(config)
   create_commands()
   local group = vim.api.nvim_create_augroup('spec_lsp', { clear = true })
-  -- a buffer entered: the server evaluates its context while you read (specLsp/didFocus)
-  vim.api.nvim_create_autocmd('BufEnter', {
-    group = group,
-    callback = function(args)
-      local get = vim.lsp.get_clients or vim.lsp.get_active_clients
-      local client = get({ name = config.name, bufnr = args.buf })[1] -- (attached to it)
-      if client then
-        client_call(client, 'notify', 'specLsp/didFocus', {
-          textDocument = { uri = vim.uri_from_bufnr(args.buf) },
-        })
-      end
-    end,
-  })
+  -- a buffer entered: the server evaluates its context while you read (specLsp/didFocus);
+  -- and a buffer opened (BufEnter came before the client attached): once its didOpen is sent
+  local function tell_focus(args)
+    local get = vim.lsp.get_clients or vim.lsp.get_active_clients
+    local client = get({ name = config.name, bufnr = args.buf })[1] -- (attached to it)
+    if client and args.buf == vim.api.nvim_get_current_buf() then
+      client_call(client, 'notify', 'specLsp/didFocus', {
+        textDocument = { uri = vim.uri_from_bufnr(args.buf) },
+      })
+    end
+  end
+  vim.api.nvim_create_autocmd({ 'BufEnter', 'LspAttach' }, { group = group, callback = tell_focus })
   if config.native then
     vim.lsp.inline_completion.enable(true)
     map_native(config.keymaps)
