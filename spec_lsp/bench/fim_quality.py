@@ -7,7 +7,7 @@ engine's layout (the cursor line and up to 7 lines above moved after the middle 
 with `--file-prefix`, through the layout a place gets from the file prefix (the text before the
 cursor from the file prefix's anchor, up to `filePrefixTokens`: engine/file_prefix.py). With
 `--context`, that layout also after the context block the engine would choose with the modules
-the file imports open in tabs (ranking.select, within `contextTokens`): context must not crowd
+the file imports open in tabs (context.selection, within `contextTokens`): context must not crowd
 out or mislead single-file infilling.
 
     .venv/bin/python -m spec_lsp.bench.fim_quality --tasks 24
