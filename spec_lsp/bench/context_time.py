@@ -54,11 +54,11 @@ from spec_lsp.bench.common import ROOT, log
 from spec_lsp.bench.crossfile import (
     QUIET_MAX_S,
     Use,
-    _version,
     choose,
     forget,
     line_row,
     package_dir,
+    package_version,
     same_line,
     uses,
 )
@@ -378,7 +378,7 @@ def package_versions(chosen: list[Use]) -> str:
     counts: dict[str, int] = defaultdict(int)
     for use in chosen:
         counts[use.package] += 1
-    return ", ".join(f"{name} {_version(name)} ({counts[name]})" for name in counts)
+    return ", ".join(f"{name} {package_version(name)} ({counts[name]})" for name in counts)
 
 
 def main() -> None:

@@ -548,7 +548,7 @@ def main() -> None:
         results = asyncio.run(ask_all(server, plain, chosen, roots, variants, args))
     finally:
         server.close()
-    versions = ", ".join(f"{name} {_version(name)}" for name in args.packages)
+    versions = ", ".join(f"{name} {package_version(name)}" for name in args.packages)
     header = (
         f"# Cross-file context: {title}\n\n"
         f"`python -m spec_lsp.bench.crossfile {' '.join(_argv_shown(args))}`; "
@@ -565,7 +565,7 @@ def main() -> None:
     )
 
 
-def _version(name: str) -> str:
+def package_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:

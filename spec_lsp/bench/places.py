@@ -36,11 +36,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spec_lsp.bench.baseline import plain_llama
 from spec_lsp.bench.common import ROOT, log, write_results
 from spec_lsp.bench.in_process import Server
 from spec_lsp.config import Settings
 from spec_lsp.engine import Completion, build_engine
-from spec_lsp.engine.backends.llama import plain_llama
 from spec_lsp.engine.engine import Engine
 from spec_lsp.prompts import fim, window
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_lsp.bench import baseline
 from spec_lsp.bench.common import (
     AGAIN,
     MIN_PAIRS,
@@ -146,7 +147,7 @@ def _bench_pair(
                 one = functools.partial(
                     policy_run,
                     loaded.target,
-                    functools.partial(_pick_policy, drafter, policies),
+                    functools.partial(pick_policy, drafter, policies),
                     DecodeJob(
                         prompt,
                         max_tokens,
@@ -162,7 +163,7 @@ def _bench_pair(
     return runs
 
 
-def _pick_policy(
+def pick_policy(
     drafter: Drafter, policies: dict[str, DraftPolicy | None], name: str
 ) -> tuple[Drafter | None, DraftPolicy]:
     """The policies bench's drafter and policy for run `name` (no policy: no speculation)."""
@@ -175,12 +176,10 @@ def _bench_llama_cpp_python(
 ) -> list[Run]:
     """The same prompts through plain llama-cpp-python: create_completion, and with its
     LlamaPromptLookupDecoding draft (which needs logits_all=True)."""
-    from spec_lsp.engine.backends import llama as backend
-
     runs = []
     loaded = engine.local.loaded
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
-        llm = backend.plain_llama(
+        llm = baseline.plain_llama(
             loaded.target.info.path,
             n_ctx=engine.settings.context_size,
             threads=engine.settings.threads,
@@ -189,7 +188,7 @@ def _bench_llama_cpp_python(
         for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
             for index, (prefix, suffix) in enumerate(items):
                 prompt = engine.prompt_tokens(CompletionRequest(prefix=prefix, suffix=suffix))
-                tokens, seconds = backend.timed_completion(
+                tokens, seconds = baseline.timed_completion(
                     llm, prompt, max_tokens=max_tokens, temperature=temperature
                 )
                 runs.append(Run("ngram", workload, temperature, name, index, tokens, seconds))

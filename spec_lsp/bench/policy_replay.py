@@ -33,9 +33,9 @@ from spec_lsp.engine.decode.speculative import (
     DecodeJob,
     DecodeStats,
     Shadows,
-    _draft,
-    _score_shadows,
+    draft_round,
     generate,
+    score_shadows,
 )
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy, FixedPolicy
@@ -94,7 +94,7 @@ def collect(files: int, places: int, seed: int) -> None:
 
 def replay(prompt: list[int], output: list[int], policy: AdaptivePolicy) -> float:
     """One completion replayed as the decode loop runs it with a lookup drafter (its own
-    `_draft`: proposal, k, shadow), a draft accepted as far as it matches `output`: plain
+    `draft_round`: proposal, k, shadow), a draft accepted as far as it matches `output`: plain
     decoding's modeled seconds over the replay's."""
     profile = policy.profile
     drafter, out, seconds = NgramDrafter(), [output[0]], 0.0
@@ -102,8 +102,8 @@ def replay(prompt: list[int], output: list[int], policy: AdaptivePolicy) -> floa
     job = DecodeJob(prompt, len(output), SamplingParams(), frozenset())
     rng = np.random.default_rng(0)
     while len(out) < len(output):
-        shadows = _score_shadows(shadows, out, policy)
-        draft = _draft(
+        shadows = score_shadows(shadows, out, policy)
+        draft = draft_round(
             drafter, policy, job, out, rng, len(output) - len(out), shadows, CancelToken()
         )
         k = len(draft.tokens)

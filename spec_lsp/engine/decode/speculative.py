@@ -123,14 +123,14 @@ def generate(
             policy.observe_overhead(now - last_start - model_seconds)
         last_start, model_seconds = now, 0.0
         cancel.raise_if_cancelled()
-        shadows = _score_shadows(shadows, out, policy)
+        shadows = score_shadows(shadows, out, policy)
         room = job.max_tokens - len(out)
         draft = _from_continuation(known, out, min(policy.certain_k(), room))
         from_continuation = bool(draft.tokens)
         stats.continuation_drafted += len(draft.tokens)
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
-            draft = _draft(drafter, policy, job, out, rng, room, shadows, cancel)
+            draft = draft_round(drafter, policy, job, out, rng, room, shadows, cancel)
             drafting = time.perf_counter() - t
             model_seconds += drafting
             stats.draft_seconds += drafting
@@ -164,7 +164,7 @@ def generate(
     return out[: stats.tokens]
 
 
-def _draft(
+def draft_round(
     drafter: Drafter,
     policy: DraftPolicy,
     job: DecodeJob,
@@ -232,7 +232,7 @@ def _from_continuation(known: list[int], out: list[int], k: int) -> Draft:
     return Draft(known[n : n + k])
 
 
-def _score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shadows:
+def score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shadows:
     """Score each shadow proposal once the target has produced as many tokens as it has (or
     once it has produced a token that differs)."""
     pending: Shadows = []
