@@ -158,7 +158,7 @@ class Readiness:
     async def _poll(self) -> None:
         engine = self.server.engine
         while self.seconds is None:
-            if engine.stores.file_prefix.document == self.uri and block_in_kv(
+            if engine.file_prefix.document == self.uri and block_in_kv(
                 engine.memory()["file_prefix"]
             ):
                 self.seconds = time.perf_counter() - self.opened
@@ -407,7 +407,7 @@ def main() -> None:
         + f"; at least {MIN_USES}: {', '.join(eligible(found))}; {len(chosen)} chosen"
     )
     engine, extra = loaded_engine(args)
-    model = engine.local.loaded.target.info.path
+    model = engine.models.target.info.path
     server = Server(engine, engine.settings)
     try:
         results = asyncio.run(ask_all(server, chosen, roots, protocols))

@@ -46,7 +46,7 @@ from typing import Any
 from spec_lsp.bench.common import ROOT, log
 from spec_lsp.bench.in_process import Server
 from spec_lsp.bench.places import Plain, emptied, engine_options, machine, report, with_plain
-from spec_lsp.engine.engine import Engine
+from spec_lsp.engine import Engine
 from spec_lsp.prompts import fim
 
 PACKAGES = ["httpx", "click", "jinja2"]
@@ -447,7 +447,7 @@ def cold(engine: Engine) -> None:
     """Nothing of the last ask left in the models' KV: each spec-lsp ask comes to a file the
     server has not seen (as the first variant would, else the others find its prompt there)."""
     if engine.ready and engine.settings.engine == "local":
-        loaded = engine.local.loaded
+        loaded = engine.models
         loaded.target.truncate(0)
         if loaded.draft is not None:
             loaded.draft.truncate(0)

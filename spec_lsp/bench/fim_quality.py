@@ -23,11 +23,8 @@ from pathlib import Path
 
 from spec_lsp.bench.timing import greedy
 from spec_lsp.config import Settings
-from spec_lsp.engine import build_engine
-from spec_lsp.engine.backends.base import detokenize
-from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.prompt import split_for_typing
+from spec_lsp.engine import Engine, build_engine
+from spec_lsp.engine.toolkit import Block, detokenize, split_for_typing
 from spec_lsp.prompts import fim, window
 
 MODULES = [
@@ -83,7 +80,7 @@ def candidate_lines(lines: list[str]) -> list[int]:
 
 def complete(engine: Engine, tokens: list[int]) -> str:
     """The engine's target completing `tokens` greedily, to the end of the line."""
-    loaded = engine.local.loaded
+    loaded = engine.models
     target = loaded.target
     out = greedy(target, tokens, 40, loaded.stop_ids, lambda out: "\n" in detokenize(target, out))
     return detokenize(target, out).split("\n")[0].strip()
@@ -116,13 +113,13 @@ def main() -> None:
         )
     )
     engine.load()
-    loaded = engine.local.loaded
+    loaded = engine.models
     target, template = loaded.target, loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
     layouts = ["psm", "split"] + (["file_prefix"] if args.file_prefix else [])
     layouts = ["file_prefix", "context"] if args.context else layouts
     scores = dict.fromkeys(layouts, 0)
-    prompts = engine.local.prompts
+    prompts = engine.prompt_builder
     assert prompts is not None
     for n, (name, prefix, suffix, expected) in enumerate(named_tasks(args.tasks), 1):
         # both layouts get the same window; the indentation is left to the model (token healing)
@@ -176,10 +173,10 @@ def file_prefix_tokens(
     """The prompt a place gets from a file prefix anchored for it (the window's suffix and
     split, the text before the cursor from the anchor); with `tabs` >= 0, after the context
     block chosen with that many of the modules the file imports open."""
-    from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
-    from spec_lsp.engine.types import CompletionRequest
+    from spec_lsp.engine import CompletionRequest
+    from spec_lsp.engine.toolkit import FilePrefix, choose_anchor
 
-    loaded, prompts = engine.local.loaded, engine.local.prompts
+    loaded, prompts = engine.models, engine.prompt_builder
     assert loaded is not None and prompts is not None
     request = CompletionRequest(prefix, suffix, file_name=name)
     settings = engine.settings
@@ -198,7 +195,7 @@ def context_block(
     asks it), the modules the file imports open in tabs (closed again after)."""
     from spec_lsp.bench.places import imported_modules, stdlib
 
-    prompts, stage = engine.local.prompts, engine.stores.context
+    prompts, stage = engine.prompt_builder, engine.context
     assert prompts is not None
     text, uri = prefix + suffix, f"file:///bench/{name}"
     tabs_open = [f"file:///bench/{m}" for m in imported_modules(text, tabs)]

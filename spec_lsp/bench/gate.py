@@ -33,8 +33,8 @@ from spec_lsp.bench import gate_replay
 from spec_lsp.bench.common import ROOT, log, read_results, write_results
 from spec_lsp.bench.fim_quality import candidate_lines
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, build_engine, confidence
-from spec_lsp.engine.types import Completion, DecodeStats
+from spec_lsp.engine import CancelToken, Completion, CompletionRequest, DecodeStats, build_engine
+from spec_lsp.engine.toolkit import confidence
 
 FIT = ["textwrap.py", "json/decoder.py", "csv.py", "shlex.py", "fractions.py", "heapq.py"]
 FIT += ["bisect.py", "difflib.py"]

@@ -41,14 +41,18 @@ from spec_lsp.bench.common import (
 )
 from spec_lsp.bench.timing import policy_run, rerun_note, run_rep, smol_path, warm_up
 from spec_lsp.config import Settings
-from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine
-from spec_lsp.engine.decode.speculative import DecodeJob
-from spec_lsp.engine.drafters.base import Drafter
-from spec_lsp.engine.drafters.model import ModelDrafter
-from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
-from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine import CompletionRequest, Engine, SamplingParams, build_engine
+from spec_lsp.engine.toolkit import (
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    DecodeJob,
+    Drafter,
+    DraftPolicy,
+    FixedPolicy,
+    ModelDrafter,
+    NgramDrafter,
+    prior_acceptance,
+)
 
 RESULTS = "bench.json.gz"  # the raw runs, in --out
 FIXED_KS = (2, 4, 8, 16)
@@ -106,12 +110,10 @@ def _policies(
     yield AGAIN, None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
-    assert engine.local.profile is not None
+    assert engine.cost_profile is not None
     yield (
         "adaptive",
-        AdaptivePolicy(
-            engine.local.profile, estimate=estimate, draft_max=engine.settings.draft_max
-        ),
+        AdaptivePolicy(engine.cost_profile, estimate=estimate, draft_max=engine.settings.draft_max),
     )
 
 
@@ -123,7 +125,7 @@ def _bench_pair(
     reps: int,
     max_reps: int,
 ) -> list[Run]:
-    loaded = engine.local.loaded
+    loaded = engine.models
     drafter: Drafter = NgramDrafter()
     if label != "ngram":
         assert loaded.draft is not None
@@ -177,7 +179,7 @@ def _bench_llama_cpp_python(
     """The same prompts through plain llama-cpp-python: create_completion, and with its
     LlamaPromptLookupDecoding draft (which needs logits_all=True)."""
     runs = []
-    loaded = engine.local.loaded
+    loaded = engine.models
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
         llm = baseline.plain_llama(
             loaded.target.info.path,

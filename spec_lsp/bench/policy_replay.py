@@ -27,20 +27,27 @@ import numpy as np
 
 from spec_lsp.bench.common import ROOT, geomean
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams, build_engine
-from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.decode.speculative import (
-    DecodeJob,
+from spec_lsp.engine import (
+    CancelToken,
+    CompletionRequest,
     DecodeStats,
+    SamplingParams,
+    build_engine,
+)
+from spec_lsp.engine.toolkit import (
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    CostProfile,
+    DecodeJob,
+    FixedPolicy,
+    NgramDrafter,
     Shadows,
+    common_prefix_len,
     draft_round,
     generate,
+    prior_acceptance,
     score_shadows,
 )
-from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.policy.adaptive import AdaptivePolicy, FixedPolicy
-from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
-from spec_lsp.engine.policy.profile import CostProfile
 
 DATA = ROOT / "bench" / "out" / "policy_replay.json"
 TOKENS = 48
@@ -52,7 +59,7 @@ def collect(files: int, places: int, seed: int) -> None:
     settings = Settings()
     engine = build_engine(settings.model_copy(update={"drafter": "ngram"}))
     engine.load()
-    loaded = engine.local.loaded
+    loaded = engine.models
     profile = engine.ensure_profile()
     rng = random.Random(seed)
     sources = [

@@ -56,6 +56,7 @@ ENGINE_LAYERS = [
     # (client, stream, prompt, tokens, health, connect, its stage)
     {"local", "remote"},
     {"engine"},
+    {"toolkit"},  # the parts tools (the benchmarks) build with, named in one place
     {"__init__"},
 ]
 

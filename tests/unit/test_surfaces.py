@@ -1,4 +1,4 @@
-"""Two boundaries the import graph does not show, checked on the source:
+"""Three boundaries the import graph does not show, checked on the source:
 
 1. No module of the package or of the benchmarks imports another module's underscore name
    (`from m import _helper`, or `m._helper` where `m` is a module of ours): a name with a
@@ -7,6 +7,10 @@
 2. The installed package (`spec_lsp`, the benchmarks left out) imports nothing from the
    benchmarks: they are not installed with it (`spec-lsp bench` runs them in a child process
    from a checkout).
+3. The benchmarks reach the engine through its surface only: the facade (`spec_lsp.engine`:
+   build_engine, Engine's load, complete, stats, models, prompt_builder, cost_profile,
+   file_prefix, context) and the parts named in `spec_lsp.engine.toolkit`, never an engine's
+   stages or stores (`engine.local`, `engine.stores`, `engine.stage`).
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from tests.unit.test_layering import imports
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = "spec_lsp.bench"  # the benchmarks' package: in the repository, not installed
+SURFACE = ("spec_lsp.engine", "spec_lsp.engine.toolkit")  # what the benchmarks import of it
+INSIDES = ("local", "stores", "stage")  # an engine's insides (its stages, its stores)
 
 
 def folder(root: Path, dotted: str) -> Path:
@@ -98,6 +104,28 @@ def bench_imports(root: Path) -> list[str]:
     return found
 
 
+def reaches_inside(root: Path) -> list[str]:
+    """`file:line: what` for each way a benchmark takes the engine other than its surface."""
+    found = []
+    benchmarks = folder(root, BENCHMARKS)
+    for path in sorted(benchmarks.rglob("*.py")):
+        rel = path.relative_to(root)
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                module = node.module
+                engine = module == "spec_lsp.engine" or module.startswith("spec_lsp.engine.")
+                if engine and module not in SURFACE:
+                    found.append(f"{rel}:{node.lineno}: from {module}")
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.startswith("spec_lsp.engine.") and alias.name not in SURFACE:
+                        found.append(f"{rel}:{node.lineno}: import {alias.name}")
+            elif isinstance(node, ast.Attribute) and node.attr in INSIDES:
+                found.append(f"{rel}:{node.lineno}: .{node.attr}")
+    return found
+
+
 def test_no_module_takes_another_modules_underscore_name():
     assert len(list(sources(REPO))) > 100  # (not vacuous)
     assert private_uses(REPO) == []
@@ -106,6 +134,10 @@ def test_no_module_takes_another_modules_underscore_name():
 def test_the_installed_package_imports_nothing_from_the_benchmarks():
     assert folder(REPO, BENCHMARKS).is_dir()
     assert bench_imports(REPO) == []
+
+
+def test_the_benchmarks_reach_the_engine_through_its_surface():
+    assert reaches_inside(REPO) == []
 
 
 def test_the_commands_load_no_benchmark():
@@ -168,3 +200,29 @@ def test_the_checker_sees_the_package_import_a_benchmark(tmp_path: Path):
         },
     )
     assert bench_imports(root) == ["cli.py"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from spec_lsp.engine.decode.speculative import generate\n",
+        "import spec_lsp.engine.loading\n",
+        "def f(engine):\n    return engine.local.loaded\n",
+        "def f(engine):\n    return engine.stores.file_prefix\n",
+    ],
+)
+def test_the_checker_sees_a_benchmark_reach_inside(tmp_path: Path, source: str):
+    bench = BENCHMARKS.replace(".", "/")
+    root = write(tmp_path, {f"{bench}/places.py": source})
+    assert len(reaches_inside(root)) == 1
+
+
+def test_the_checker_allows_the_surface(tmp_path: Path):
+    bench = BENCHMARKS.replace(".", "/")
+    source = (
+        "from spec_lsp.engine import build_engine\n"
+        "from spec_lsp.engine.toolkit import generate\n"
+        "def f(engine):\n    return engine.models.target, engine.cost_profile\n"
+    )
+    root = write(tmp_path, {f"{bench}/places.py": source})
+    assert reaches_inside(root) == []
