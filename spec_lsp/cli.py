@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, get_args
 
 from spec_lsp import config
 
 
-def _settings_flags(parser: argparse.ArgumentParser, *, per_request: bool = True) -> None:
+def settings_flags(parser: argparse.ArgumentParser, *, per_request: bool = True) -> None:
     """Flags for the settings a command-line user changes most; the rest via SPEC_LSP_* env.
     `per_request`: also the drafting and sampling ones (the bench runs all of those itself)."""
     parser.add_argument("--model", help="target GGUF (default: the pulled Qwen2.5-Coder-1.5B)")
@@ -37,7 +40,9 @@ def _settings_flags(parser: argparse.ArgumentParser, *, per_request: bool = True
     if not per_request:
         return
     parser.add_argument("--draft-model", help="draft GGUF for --drafter model")
-    parser.add_argument("--drafter", choices=["none", "ngram", "model"])
+    parser.add_argument(
+        "--drafter", choices=get_args(config.Settings.model_fields["drafter"].annotation)
+    )
     parser.add_argument("--draft-policy", choices=["adaptive", "fixed"])
     parser.add_argument("--draft-max", type=int)
     parser.add_argument("--draft-min", type=int)
@@ -66,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
-    _settings_flags(serve)
+    settings_flags(serve)
     serve.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (default)")
     serve.add_argument("--tcp", action="store_true", help="listen on TCP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1")
@@ -85,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     complete = sub.add_parser("complete", help="complete at FILE:LINE:COL (1-based) and print it")
     complete.add_argument("location", help="FILE:LINE:COL, 1-based")
-    _settings_flags(complete)
+    settings_flags(complete)
     complete.add_argument("--backend", choices=["llama", "fake"], default="llama")
     complete.add_argument("--json", action="store_true", help="print {text, stats} as JSON")
 
@@ -101,60 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the JSON schema of the editor settings")
     demo = sub.add_parser("demo", help="complete a sample file and show the speculative statistics")
-    _settings_flags(demo)
+    settings_flags(demo)
 
-    bench = sub.add_parser(
+    sub.add_parser(
         "bench",
-        help="compare speculation policies and drafters; `bench NAME --help`: the others",
-        epilog="spec-lsp bench NAME [ARGS...] runs another benchmark with its own arguments: "
-        "places, crossfile, kv-shift, fim, gate, llama-server, remote, replay, policy-replay, "
-        "probe-cost, soak (bench/README.md)",
-    )
-    # the bench runs every drafter, policy and temperature itself: only the flags it honors
-    _settings_flags(bench, per_request=False)
-    bench.add_argument(
-        "--draft-model",
-        help="the sources bench's draft model (default: the pulled SmolLM2-135M; the policies "
-        "bench runs SmolLM2 drafting for itself)",
-    )
-    bench.add_argument("--draft-max", type=int, help="the longest draft the policies may choose")
-    bench.add_argument(
-        "--seed",
-        type=int,
-        help="sampling seeds: rep r of every prompt and cell samples with SEED + r (default 0)",
-    )
-    bench.add_argument(
-        "--max-tokens",
-        type=_positive_int,
-        help="tokens per generation (default 48; 32 with --quick)",
-    )
-    bench.add_argument("--quick", action="store_true", help="fewer prompts and cells")
-    bench.add_argument("--out", default="bench/out", help="directory for the table and plots")
-    bench.add_argument(
-        "--part",
-        choices=("all", "policies", "sources"),
-        default="all",
-        help="policies: none / fixed k / adaptive per drafter; sources: each draft source and auto",
-    )
-    bench.add_argument(
-        "--reps",
-        type=_positive_int,
-        default=None,
-        help="interleaved repetitions per prompt and cell (default 3; 1 with --quick)",
-    )
-    bench.add_argument(
-        "--max-reps",
-        type=_positive_int,
-        default=None,
-        help="after --reps, paired runs (A/A, adaptive, each source) go on per prompt until "
-        "their ratio to no speculation is known to 1%%, up to this many reps "
-        "(default 8; --reps with --quick)",
-    )
-
-    bench.add_argument(
-        "--rerender",
-        action="store_true",
-        help="only draw the tables and plots again from the raw runs saved in --out",
+        add_help=False,
+        help="the benchmarks, from a checkout of the repository (`spec-lsp bench --help`)",
     )
 
     doctor = sub.add_parser(
@@ -162,32 +119,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="check the install, the build, the models, the settings and the editors: "
         "one line per check (exit status 1 when something is wrong)",
     )
-    _settings_flags(doctor)
+    settings_flags(doctor)
     doctor.add_argument("--json", action="store_true", help="the checks as JSON (bug reports)")
 
     profile = sub.add_parser("profile", help="measure this machine's verify-cost curve")
-    _settings_flags(profile)
+    settings_flags(profile)
     return parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return value
+BENCHMARKS = "spec_lsp.bench"  # the benchmarks' package: in a checkout, never installed
+CHECKOUT = Path(__file__).resolve().parents[1]  # the repository, where this is a checkout
+
+
+def run_benchmarks(argv: list[str]) -> int:
+    """`spec-lsp bench ARGS...`: the benchmarks' own command (`python -m BENCHMARKS ARGS...`),
+    in a child process run from the checkout this package is installed from (an editable
+    install), else from the checkout in the current folder; an installed package has no
+    benchmarks, and says where they are."""
+    relative = Path(*BENCHMARKS.split(".")) / "__main__.py"
+    found = [root for root in (CHECKOUT, Path.cwd()) if (root / relative).is_file()]
+    if not found:
+        raise SystemExit(
+            "spec-lsp bench: the benchmarks are not installed with spec-lsp; they run from a "
+            "checkout of the repository (git clone it, then `pip install -e '.[bench]'` there "
+            f"and run `spec-lsp bench` again). No {relative.parent} in {CHECKOUT} or here."
+        )
+    path = os.pathsep.join(p for p in [str(found[0]), os.environ.get("PYTHONPATH", "")] if p)
+    child = [sys.executable, "-m", BENCHMARKS, *argv]
+    return subprocess.call(child, env={**os.environ, "PYTHONPATH": path})
 
 
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
-    if given[:1] == ["bench"] and len(given) > 1 and not given[1].startswith("-"):
-        from spec_lsp.bench.command import MODULES, run_module
-
-        if given[1] not in MODULES:
-            raise SystemExit(f"spec-lsp bench: no benchmark {given[1]!r} ({', '.join(MODULES)})")
-        return run_module(given[1], given[2:])
+    if given[:1] == ["bench"]:
+        return run_benchmarks(given[1:])
     args = build_parser().parse_args(argv)
     if args.command == "schema":
         print(json.dumps(config.schema(), indent=2))

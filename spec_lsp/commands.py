@@ -1,5 +1,5 @@
-"""The command-line verbs other than `serve` and `schema`: complete, models, demo, profile,
-doctor, bench.
+"""The command-line verbs other than `serve`, `schema` and `bench`: complete, models, demo,
+profile, doctor.
 
 Results go to stdout; progress and diagnostics to stderr.
 """
@@ -55,21 +55,6 @@ def run(args: argparse.Namespace, settings: Settings | None) -> int:
             from spec_lsp import doctor
 
             return doctor.run(args, settings)
-        if args.command == "bench":
-            from spec_lsp.bench.command import main as bench_main
-            from spec_lsp.bench.command import rerender
-
-            if args.rerender:
-                return rerender(Path(args.out), args.part)
-            return bench_main(
-                settings,
-                quick=args.quick,
-                out=Path(args.out),
-                part=args.part,
-                reps=args.reps,
-                max_reps=args.max_reps,
-                max_tokens=args.max_tokens,
-            )
     except EngineError as exc:
         print(f"spec-lsp: {exc}", file=sys.stderr)
         return 2

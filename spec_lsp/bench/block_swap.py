@@ -65,9 +65,8 @@ from spec_lsp.bench.crossfile import (
 )
 from spec_lsp.bench.places import emptied, loaded_engine, machine, report
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, SamplingParams
-from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.file_prefix import FilePrefix
+from spec_lsp.engine import CancelToken, CompletionRequest, Engine, SamplingParams
+from spec_lsp.engine.toolkit import FilePrefix
 
 LINES = 20
 VARIANTS = ("swap", "exact")  # kvShift on, off
@@ -152,7 +151,7 @@ def idle(engine: Engine) -> float:
 def run_variant(engine: Engine, settings: Settings, use: Use, root: Path, variant: str) -> Run:
     """Steps 1-4 (the module's docstring) with kvShift on (`swap`) or off (`exact`)."""
     engine.update_settings(settings.model_copy(update={"kv_shift": variant == "swap"}))
-    engine.stores.file_prefix.shift_blocks = variant == "swap"  # (off by default: measured here)
+    engine.file_prefix.shift_blocks = variant == "swap"  # (off by default: measured here)
     path, tab = root.parent / use.path, root.parent / use.source
     uri, tab_uri = path.as_uri(), tab.as_uri()
     fresh(engine, [uri, tab_uri])
@@ -163,7 +162,7 @@ def run_variant(engine: Engine, settings: Settings, use: Use, root: Path, varian
         CompletionRequest("", whole, document_id=uri, file_name=path.name, language="python")
     )
     run = Run(variant, open_s=idle(engine))
-    fp = engine.stores.file_prefix
+    fp = engine.file_prefix
     run.block_before, before = fp.memory()["block_tokens"], fp.report()
     engine.document_changed(tab_uri, tab.read_text(encoding="utf-8"))
     run.swap_s = idle(engine)
@@ -302,7 +301,7 @@ def main() -> None:
     found = {name: uses(root) for name, root in roots.items()}
     engine, extra = loaded_engine(args)
     settings = engine.settings
-    prompts = engine.local.prompts
+    prompts = engine.prompt_builder
     tokens = reach(settings, prompts.target.n_ctx)
     texts: dict[str, str] = {}
 
@@ -319,7 +318,7 @@ def main() -> None:
         f"packages: {', '.join(eligible(found))}; {len(chosen)} lines chosen"
         + ("" if args.anywhere else f" (at most {tokens} tokens above them)")
     )
-    model = engine.local.loaded.target.info.path
+    model = engine.models.target.info.path
     try:
         results = ask_all(engine, settings, chosen, roots)
     finally:

@@ -1,5 +1,6 @@
-"""`spec-lsp bench`: the sources and the policies benchmarks, or their tables again from the raw
-runs they saved. The tables go to stdout and to `<out>/bench.md`.
+"""`spec-lsp bench` (`python -m spec_lsp.bench` from a checkout): the sources and the policies
+benchmarks, or their tables again from the raw runs they saved. The tables go to stdout and to
+`<out>/bench.md`.
 
 `spec-lsp bench NAME ARGS...` runs one of the other benchmarks (`MODULES`) with its own
 arguments (`spec-lsp bench places --help`).
@@ -7,12 +8,14 @@ arguments (`spec-lsp bench places --help`).
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from pathlib import Path
 
 from spec_lsp.bench import policies, sources
 from spec_lsp.bench.common import MAX_REPS, read_results
+from spec_lsp.cli import settings_flags, settings_from_args
 from spec_lsp.config import Settings
 
 # the benchmarks with arguments of their own: `spec-lsp bench NAME` -> spec_lsp.bench.MODULE
@@ -46,7 +49,93 @@ def run_module(name: str, argv: list[str]) -> int:
     return done if isinstance(done, int) else 0
 
 
-def main(
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spec-lsp bench",
+        description="compare speculation policies and drafters",
+        epilog="spec-lsp bench NAME [ARGS...] runs another benchmark with its own arguments: "
+        f"{', '.join(MODULES)} (bench/README.md)",
+    )
+    # the bench runs every drafter, policy and temperature itself: only the flags it honors
+    settings_flags(parser, per_request=False)
+    parser.add_argument(
+        "--draft-model",
+        help="the sources bench's draft model (default: the pulled SmolLM2-135M; the policies "
+        "bench runs SmolLM2 drafting for itself)",
+    )
+    parser.add_argument("--draft-max", type=int, help="the longest draft the policies may choose")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="sampling seeds: rep r of every prompt and cell samples with SEED + r (default 0)",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        help="tokens per generation (default 48; 32 with --quick)",
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer prompts and cells")
+    parser.add_argument("--out", default="bench/out", help="directory for the table and plots")
+    parser.add_argument(
+        "--part",
+        choices=("all", "policies", "sources"),
+        default="all",
+        help="policies: none / fixed k / adaptive per drafter; sources: each draft source and auto",
+    )
+    parser.add_argument(
+        "--reps",
+        type=positive_int,
+        default=None,
+        help="interleaved repetitions per prompt and cell (default 3; 1 with --quick)",
+    )
+    parser.add_argument(
+        "--max-reps",
+        type=positive_int,
+        default=None,
+        help="after --reps, paired runs (A/A, adaptive, each source) go on per prompt until "
+        "their ratio to no speculation is known to 1%%, up to this many reps "
+        "(default 8; --reps with --quick)",
+    )
+    parser.add_argument(
+        "--rerender",
+        action="store_true",
+        help="only draw the tables and plots again from the raw runs saved in --out",
+    )
+    return parser
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`spec-lsp bench [NAME] ARGS...`."""
+    given = sys.argv[1:] if argv is None else argv
+    if given and not given[0].startswith("-"):
+        if given[0] not in MODULES:
+            raise SystemExit(f"spec-lsp bench: no benchmark {given[0]!r} ({', '.join(MODULES)})")
+        return run_module(given[0], given[1:])
+    args = build_parser().parse_args(given)
+    if args.rerender:
+        return rerender(Path(args.out), args.part)
+    return run_benchmarks(
+        settings_from_args(args),
+        quick=args.quick,
+        out=Path(args.out),
+        part=args.part,
+        reps=args.reps,
+        max_reps=args.max_reps,
+        max_tokens=args.max_tokens,
+    )
+
+
+def run_benchmarks(
     settings: Settings,
     *,
     quick: bool = False,

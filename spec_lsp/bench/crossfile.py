@@ -46,7 +46,7 @@ from typing import Any
 from spec_lsp.bench.common import ROOT, log
 from spec_lsp.bench.in_process import Server
 from spec_lsp.bench.places import Plain, emptied, engine_options, machine, report, with_plain
-from spec_lsp.engine.engine import Engine
+from spec_lsp.engine import Engine
 from spec_lsp.prompts import fim
 
 PACKAGES = ["httpx", "click", "jinja2"]
@@ -447,7 +447,7 @@ def cold(engine: Engine) -> None:
     """Nothing of the last ask left in the models' KV: each spec-lsp ask comes to a file the
     server has not seen (as the first variant would, else the others find its prompt there)."""
     if engine.ready and engine.settings.engine == "local":
-        loaded = engine.local.loaded
+        loaded = engine.models
         loaded.target.truncate(0)
         if loaded.draft is not None:
             loaded.draft.truncate(0)
@@ -548,7 +548,7 @@ def main() -> None:
         results = asyncio.run(ask_all(server, plain, chosen, roots, variants, args))
     finally:
         server.close()
-    versions = ", ".join(f"{name} {_version(name)}" for name in args.packages)
+    versions = ", ".join(f"{name} {package_version(name)}" for name in args.packages)
     header = (
         f"# Cross-file context: {title}\n\n"
         f"`python -m spec_lsp.bench.crossfile {' '.join(_argv_shown(args))}`; "
@@ -565,7 +565,7 @@ def main() -> None:
     )
 
 
-def _version(name: str) -> str:
+def package_version(name: str) -> str:
     try:
         return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:

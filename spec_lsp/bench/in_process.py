@@ -16,8 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import Completion, CompletionRequest, SamplingParams
-from spec_lsp.engine.engine import Engine
+from spec_lsp.engine import Completion, CompletionRequest, Engine, SamplingParams
 from spec_lsp.server.scheduler import Scheduler
 
 

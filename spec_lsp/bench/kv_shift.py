@@ -156,10 +156,9 @@ def run_in_process(
     """The same cases through spec-lsp's backend: `sync` to the old block's prompt, then to the
     changed one, with the shift on (`reuse`) and off; then a greedy completion."""
     from spec_lsp.bench.timing import greedy
-    from spec_lsp.engine.backends.base import detokenize, sync
-    from spec_lsp.engine.backends.llama import LlamaModel
+    from spec_lsp.engine.toolkit import detokenize, llama_model, sync
 
-    model = LlamaModel(model_path, n_ctx=4096, threads=threads)
+    model = llama_model(model_path, n_ctx=4096, threads=threads)
     stop = model.tokenize("\n\n")
     results = []
     try:
@@ -244,7 +243,7 @@ def main() -> None:
     )
     parser.add_argument("--out")
     args = parser.parse_args()
-    from spec_lsp.engine.loading import DEFAULT_TARGET, default_path
+    from spec_lsp.engine.toolkit import DEFAULT_TARGET, default_path
 
     model = args.model or default_path(DEFAULT_TARGET, "model")
     name = "kv-shift-in-process.md" if args.in_process else "kv-shift.md"

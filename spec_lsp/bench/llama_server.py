@@ -38,8 +38,7 @@ from spec_lsp.bench.in_process import Server
 from spec_lsp.bench.places import FILES, emptied, first_line, places, stdlib
 from spec_lsp.cache_dirs import cache_home
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, Completion, CompletionRequest, build_engine
-from spec_lsp.engine.engine import Engine
+from spec_lsp.engine import CancelToken, Completion, CompletionRequest, Engine, build_engine
 
 VARIANTS = {
     "local": "spec-lsp in process",
@@ -292,7 +291,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18437)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "llama-server.md"))
     args = parser.parse_args()
-    from spec_lsp.engine.loading import DEFAULT_TARGET, default_path
+    from spec_lsp.engine.toolkit import DEFAULT_TARGET, default_path
 
     binary = Path(args.binary)
     if not binary.is_file():

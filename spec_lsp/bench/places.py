@@ -36,12 +36,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spec_lsp.bench.baseline import plain_llama
 from spec_lsp.bench.common import ROOT, log, write_results
 from spec_lsp.bench.in_process import Server
 from spec_lsp.config import Settings
-from spec_lsp.engine import Completion, build_engine
-from spec_lsp.engine.backends.llama import plain_llama
-from spec_lsp.engine.engine import Engine
+from spec_lsp.engine import Completion, Engine, build_engine
 from spec_lsp.prompts import fim, window
 
 FILES = ["textwrap.py", "shlex.py"]
@@ -116,7 +115,7 @@ class Plain:
     create_completion, greedy, stopping at the end of the line."""
 
     def __init__(self, engine: Engine, path: str, settings: Settings) -> None:
-        self.template = engine.local.loaded.template
+        self.template = engine.models.template
         self.settings = settings
         self.model_path = path
         self.llm = plain_llama(
@@ -454,7 +453,7 @@ def with_plain(args: argparse.Namespace) -> tuple[Engine, Plain, dict[str, Any]]
     """The engine `engine_options` name, loaded; plain llama-cpp-python on its model; the
     settings given (for the report)."""
     engine, extra = loaded_engine(args)
-    return engine, Plain(engine, engine.local.loaded.target.info.path, engine.settings), extra
+    return engine, Plain(engine, engine.models.target.info.path, engine.settings), extra
 
 
 def loaded_engine(args: argparse.Namespace) -> tuple[Engine, dict[str, Any]]:

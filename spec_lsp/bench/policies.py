@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from spec_lsp.bench import baseline
 from spec_lsp.bench.common import (
     AGAIN,
     MIN_PAIRS,
@@ -40,14 +41,18 @@ from spec_lsp.bench.common import (
 )
 from spec_lsp.bench.timing import policy_run, rerun_note, run_rep, smol_path, warm_up
 from spec_lsp.config import Settings
-from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine
-from spec_lsp.engine.decode.speculative import DecodeJob
-from spec_lsp.engine.drafters.base import Drafter
-from spec_lsp.engine.drafters.model import ModelDrafter
-from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.engine import Engine
-from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
-from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine import CompletionRequest, Engine, SamplingParams, build_engine
+from spec_lsp.engine.toolkit import (
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    DecodeJob,
+    Drafter,
+    DraftPolicy,
+    FixedPolicy,
+    ModelDrafter,
+    NgramDrafter,
+    prior_acceptance,
+)
 
 RESULTS = "bench.json.gz"  # the raw runs, in --out
 FIXED_KS = (2, 4, 8, 16)
@@ -105,12 +110,10 @@ def _policies(
     yield AGAIN, None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
-    assert engine.local.profile is not None
+    assert engine.cost_profile is not None
     yield (
         "adaptive",
-        AdaptivePolicy(
-            engine.local.profile, estimate=estimate, draft_max=engine.settings.draft_max
-        ),
+        AdaptivePolicy(engine.cost_profile, estimate=estimate, draft_max=engine.settings.draft_max),
     )
 
 
@@ -122,7 +125,7 @@ def _bench_pair(
     reps: int,
     max_reps: int,
 ) -> list[Run]:
-    loaded = engine.local.loaded
+    loaded = engine.models
     drafter: Drafter = NgramDrafter()
     if label != "ngram":
         assert loaded.draft is not None
@@ -146,7 +149,7 @@ def _bench_pair(
                 one = functools.partial(
                     policy_run,
                     loaded.target,
-                    functools.partial(_pick_policy, drafter, policies),
+                    functools.partial(pick_policy, drafter, policies),
                     DecodeJob(
                         prompt,
                         max_tokens,
@@ -162,7 +165,7 @@ def _bench_pair(
     return runs
 
 
-def _pick_policy(
+def pick_policy(
     drafter: Drafter, policies: dict[str, DraftPolicy | None], name: str
 ) -> tuple[Drafter | None, DraftPolicy]:
     """The policies bench's drafter and policy for run `name` (no policy: no speculation)."""
@@ -175,12 +178,10 @@ def _bench_llama_cpp_python(
 ) -> list[Run]:
     """The same prompts through plain llama-cpp-python: create_completion, and with its
     LlamaPromptLookupDecoding draft (which needs logits_all=True)."""
-    from spec_lsp.engine.backends import llama as backend
-
     runs = []
-    loaded = engine.local.loaded
+    loaded = engine.models
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
-        llm = backend.plain_llama(
+        llm = baseline.plain_llama(
             loaded.target.info.path,
             n_ctx=engine.settings.context_size,
             threads=engine.settings.threads,
@@ -189,7 +190,7 @@ def _bench_llama_cpp_python(
         for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
             for index, (prefix, suffix) in enumerate(items):
                 prompt = engine.prompt_tokens(CompletionRequest(prefix=prefix, suffix=suffix))
-                tokens, seconds = backend.timed_completion(
+                tokens, seconds = baseline.timed_completion(
                     llm, prompt, max_tokens=max_tokens, temperature=temperature
                 )
                 runs.append(Run("ngram", workload, temperature, name, index, tokens, seconds))

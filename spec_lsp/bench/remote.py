@@ -31,8 +31,7 @@ from typing import Any
 from spec_lsp.bench.common import ROOT, log, write_results
 from spec_lsp.bench.fim_quality import tasks
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
-from spec_lsp.engine.engine import Engine
+from spec_lsp.engine import CancelToken, CompletionRequest, Engine, build_engine
 
 
 def start_server(model: str, port: int, threads: int) -> subprocess.Popen[bytes]:
@@ -127,7 +126,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=18431)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args()
-    from spec_lsp.engine.loading import DEFAULT_TARGET, default_path
+    from spec_lsp.engine.toolkit import DEFAULT_TARGET, default_path
 
     model = args.model or default_path(DEFAULT_TARGET, "model")
     base = Settings(cache=False, drafter="none", threads=args.threads)

@@ -39,20 +39,27 @@ from spec_lsp.bench.common import (
 from spec_lsp.bench.common import WORKLOADS as POLICY_WORKLOADS
 from spec_lsp.bench.timing import policy_run, rerun_note, run_rep, smol_path, warm_up
 from spec_lsp.config import Settings
-from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine, calibrate
-from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.calibrate import PROFILE_TEXT
-from spec_lsp.engine.decode.speculative import DecodeJob
-from spec_lsp.engine.drafters.auto import AutoDrafter
-from spec_lsp.engine.drafters.base import Drafter, DraftRequest
-from spec_lsp.engine.drafters.choose import model_drafter
-from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafters.documents import DocumentsDrafter
-from spec_lsp.engine.drafters.ngram import NgramDrafter
-from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
-from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
-from spec_lsp.engine.policy.profile import CostProfile
+from spec_lsp.engine import CompletionRequest, SamplingParams, build_engine
+from spec_lsp.engine.toolkit import (
+    PROFILE_TEXT,
+    AcceptanceEstimate,
+    AdaptivePolicy,
+    AutoDrafter,
+    CostProfile,
+    CrossVocabDrafter,
+    DecodeJob,
+    DocumentsDrafter,
+    Drafter,
+    DraftPolicy,
+    DraftRequest,
+    FixedPolicy,
+    NgramDrafter,
+    OpenDocuments,
+    calibrate,
+    common_prefix_len,
+    model_drafter,
+    prior_acceptance,
+)
 
 RESULTS = "bench_sources.json.gz"  # the raw runs, in --out
 SOURCES = ("ngram", "workspace", "crossvocab", "auto")
@@ -112,10 +119,10 @@ def run(
     of the sources that drafted, and auto's, until known to PRECISION or `max_reps`)."""
     engine = build_engine(settings.model_copy(update={"drafter": "none"}))
     engine.load()
-    loaded = engine.local.loaded
+    loaded = engine.models
     target = loaded.target
     profile = engine.ensure_profile()
-    from spec_lsp.engine.loading import open_model
+    from spec_lsp.engine.toolkit import open_model
 
     smol = open_model(settings.draft_model or smol_path(), settings, what="draftModel")
     # as the engine picks (the column keeps its name, "crossvocab": the default pair's)

@@ -13,12 +13,15 @@ from dataclasses import replace
 import numpy as np
 
 from spec_lsp.bench.common import Run, digest, log
-from spec_lsp.engine import CancelToken, SamplingParams
-from spec_lsp.engine.backends.base import ModelBackend
-from spec_lsp.engine.decode.speculative import DecodeJob, generate
-from spec_lsp.engine.drafters.base import Drafter
-from spec_lsp.engine.policy.adaptive import DraftPolicy, FixedPolicy
-from spec_lsp.engine.types import DecodeStats
+from spec_lsp.engine import CancelToken, DecodeStats, SamplingParams
+from spec_lsp.engine.toolkit import (
+    DecodeJob,
+    Drafter,
+    DraftPolicy,
+    FixedPolicy,
+    ModelBackend,
+    generate,
+)
 
 # a unit (a pair, or one run) in which the hypervisor took more than STEAL_MAX of this VM's CPU
 # time during a run measured the neighbours, not the policy: it runs again, up to RERUNS times

@@ -27,9 +27,12 @@ from spec_lsp.engine.answer import Answer, CompletingStage, NotLoaded, begin
 from spec_lsp.engine.confidence import GateModel
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
+from spec_lsp.engine.file_prefix import FilePrefix
+from spec_lsp.engine.loading import Loaded
 from spec_lsp.engine.local import LocalStage
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.postprocess import Shaping
+from spec_lsp.engine.prompt import PromptBuilder
 from spec_lsp.engine.remote.stage import RemoteStage
 from spec_lsp.engine.stats import EngineTotals
 from spec_lsp.engine.stores import Stores
@@ -99,7 +102,7 @@ class Engine:
 
     @property
     def local(self) -> LocalStage:
-        """The in-process stage (benchmarks and tests reach its models through it)."""
+        """The in-process stage (tools use models, prompt_builder, cost_profile instead)."""
         stage = self.stage
         if isinstance(stage, LocalStage):
             return stage
@@ -349,7 +352,36 @@ class Engine:
         """What each store holds and its bound (read on any thread: sizes only)."""
         return self.stores.memory()
 
+    # -- what tools build with (the benchmarks; spec_lsp.engine.toolkit has the parts) ------------
+    # In process only: each raises EngineError before load() and with engine 'remote'.
+    @property
+    def models(self) -> Loaded:
+        """The models loaded: the target, the draft model, the FIM template, the stop tokens."""
+        return self.local.loaded
+
+    @property
+    def prompt_builder(self) -> PromptBuilder:
+        """How a request becomes the prompt's tokens (window, template, context block)."""
+        return self.local.prompts
+
+    @property
+    def cost_profile(self) -> CostProfile | None:
+        """This machine's measured verify costs (None until measured or read from its cache:
+        ensure_profile)."""
+        return self.local.profile
+
+    @property
+    def file_prefix(self) -> FilePrefix:
+        """The document in focus's prefix kept in the KV cache (its anchor, its block)."""
+        return self.stores.file_prefix
+
+    @property
+    def context(self) -> ContextStage:
+        """The open documents, the workspace, and the context block chosen for the focus."""
+        return self.stores.context
+
     def prompt_tokens(self, request: CompletionRequest) -> list[int]:
+        """The tokens of the prompt a request gets (no context block: the window only)."""
         return self.local.prompt_tokens(request)
 
     def ensure_profile(self, *, remeasure: bool = False) -> CostProfile:

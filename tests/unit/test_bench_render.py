@@ -25,7 +25,7 @@ from spec_lsp.bench.common import (
     schedule,
     write_results,
 )
-from spec_lsp.bench.policies import FIXED_KS, _pick_policy, render
+from spec_lsp.bench.policies import FIXED_KS, pick_policy, render
 from spec_lsp.bench.sources import render as render_sources
 from spec_lsp.bench.timing import (
     RERUNS,
@@ -224,7 +224,7 @@ def test_a_policy_run_records_the_generation_it_timed():
     target = FakeModel(lambda context: hashed_noise(context, 64, window=2), n_vocab=64)
     outputs: dict[str, list[int]] = {}
     job = DecodeJob([1, 2, 3, 1, 2, 3, 1, 2], 12, SamplingParams(0.0, seed=0), frozenset())
-    pick = functools.partial(_pick_policy, NgramDrafter(), {"fixed-2": FixedPolicy(2)})
+    pick = functools.partial(pick_policy, NgramDrafter(), {"fixed-2": FixedPolicy(2)})
     where = Run("ngram", "repeat", 0.0, "", 1, 0, 0.0, rep=2)
     run = policy_run(target, pick, job, where, "fixed-2", "", outputs)
     plain = policy_run(target, pick, job, where, "none", "fixed-2", outputs)
@@ -304,15 +304,15 @@ class _StreamingLlama:
 def test_plain_llama_timing_counts_tokens_not_the_closing_chunk(monkeypatch):
     from types import SimpleNamespace
 
-    from spec_lsp.engine.backends import llama
+    from spec_lsp.bench import baseline
 
     clock = [100.0]
-    monkeypatch.setattr(llama, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(baseline, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     llm = _StreamingLlama(["a", "b", "c", "d", "e"], clock, step=0.5, late=7.0)
-    tokens, seconds = llama.timed_completion(llm, [1, 2], max_tokens=5, temperature=0.0)
+    tokens, seconds = baseline.timed_completion(llm, [1, 2], max_tokens=5, temperature=0.0)
     # five tokens, four intervals between the first and the last: the rate is (5 - 1) / 2.0
     assert (tokens, seconds) == (5, 2.0)
-    assert llama.timed_completion(
+    assert baseline.timed_completion(
         _StreamingLlama([], clock, 0.5, 7.0), [1], max_tokens=5, temperature=0.0
     ) == (0, 0.0)
 

@@ -1,4 +1,5 @@
-"""The command line: the bench takes only the flags it honors, and honors them."""
+"""The command line: the bench takes only the flags it honors, and honors them; `--drafter`
+lists every drafter."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from spec_lsp import cli
-from spec_lsp.bench import common, sources
+from spec_lsp.bench import command, common, sources
 
 
 @pytest.mark.parametrize(
@@ -18,14 +19,14 @@ def test_the_bench_refuses_a_setting_it_would_ignore(
 ) -> None:
     # it runs every drafter, policy and temperature itself: such a flag would change nothing
     with pytest.raises(SystemExit):
-        cli.build_parser().parse_args(["bench", flag])
+        command.build_parser().parse_args([flag])
     assert "unrecognized arguments" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("seed", "expected"), [(None, [0, 1, 2]), (7, [7, 8, 9])])
 def test_bench_reps_sample_from_the_given_seed(seed: int | None, expected: list[int]) -> None:
-    argv = ["bench"] + ([f"--seed={seed}"] if seed is not None else [])
-    settings = cli.settings_from_args(cli.build_parser().parse_args(argv))
+    argv = [f"--seed={seed}"] if seed is not None else []
+    settings = cli.settings_from_args(command.build_parser().parse_args(argv))
     assert [common.rep_seed(settings, rep) for rep in range(3)] == expected
 
 
@@ -43,11 +44,18 @@ def test_bench_generations_are_as_long_as_asked(
         return ""
 
     monkeypatch.setattr(sources, "run", fake_run)
-    assert cli.main(["bench", "--part=sources", f"--out={tmp_path}", *argv]) == 0
+    assert command.main(["--part=sources", f"--out={tmp_path}", *argv]) == 0
     assert seen == [expected]
 
 
 def test_bench_rejects_a_generation_of_no_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        cli.build_parser().parse_args(["bench", "--max-tokens=0"])
+        command.build_parser().parse_args(["--max-tokens=0"])
     assert "expected a whole number >= 1" in capsys.readouterr().err
+
+
+def test_the_drafter_flag_offers_every_drafter_the_settings_know() -> None:
+    args = cli.build_parser().parse_args(["complete", "a.py:1:1", "--drafter=workspace"])
+    assert args.drafter == "workspace"
+    args = cli.build_parser().parse_args(["complete", "a.py:1:1", "--drafter=auto"])
+    assert args.drafter == "auto"

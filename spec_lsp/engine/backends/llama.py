@@ -4,8 +4,9 @@ Loads a GGUF with `Llama` (weights, context, tokenizer), then drives `llama_deco
 its own batch so logits are computed only for the rows the decode loop asks for (no
 `logits_all`), and trims the KV cache with `llama_memory_seq_rm` when drafts are rejected.
 
-Longer than most modules (~360 lines) by design: it is the one place that may import llama_cpp,
-so the plain llama-cpp-python baseline the benchmarks compare against lives here too.
+Longer than most modules by design: it is the one place of the package that may import
+llama_cpp, so the memory checks, the build's diagnostics (doctor) and the crash probe's child
+live here too. (The benchmarks' plain llama-cpp-python baseline is theirs: bench/baseline.py.)
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import ctypes.util
 import hashlib
 import io
 import logging
-import os
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -453,54 +453,6 @@ def check_context_fits(file: Path, n_ctx: int, *, what: str) -> None:
         f"KV cache but only {available / 2**30:.1f} GiB of memory is available: lower "
         f"`contextSize` (about {fits} fits now)."
     )
-
-
-def plain_llama(path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bool) -> Any:
-    """Plain llama-cpp-python, as a user would run it (for benchmarks), optionally with its
-    own prompt-lookup draft (which requires logits_all=True)."""
-    import llama_cpp
-    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-    threads = threads or os.cpu_count() or 1
-    return llama_cpp.Llama(
-        model_path=path,
-        n_ctx=n_ctx,
-        n_threads=threads,
-        n_threads_batch=threads,
-        verbose=False,
-        logits_all=prompt_lookup,
-        draft_model=LlamaPromptLookupDecoding() if prompt_lookup else None,
-    )
-
-
-def timed_completion(
-    llm: Any, prompt: Sequence[int], *, max_tokens: int, temperature: float
-) -> tuple[int, float]:
-    """Stream a completion; return (tokens, seconds from the first token to the last).
-
-    Only chunks that carry a token count: the stream ends with an empty chunk that only gives
-    the finish reason (counting it read 48 tokens as 49, 2% too fast)."""
-    first = last = 0.0
-    tokens = 0
-    for chunk in llm.create_completion(
-        list(prompt),
-        max_tokens=max_tokens,
-        temperature=temperature,
-        top_k=40,
-        top_p=0.95,
-        min_p=0.0,
-        repeat_penalty=1.0,
-        stream=True,
-        seed=0,
-    ):
-        choice = chunk["choices"][0]
-        if choice.get("finish_reason") is not None and not choice["text"]:
-            continue
-        last = time.perf_counter()
-        if not tokens:
-            first = last
-        tokens += 1
-    return tokens, last - first
 
 
 # -- the build, and the probe's child process (engine/probe.py runs it) ------------------------

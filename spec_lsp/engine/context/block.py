@@ -1,6 +1,6 @@
 """The context block: other files' parts at the head of every prompt in a document.
 
-A block is chosen for a document (ranking.select) and kept until the document's focus changes:
+A block is chosen for a document (selection.select) and kept until the document's focus changes:
 its text must stay the same from request to request, because its KV is reused only as a prefix
 of identical tokens. It is evaluated while the person reads (the file prefix grows after it);
 a request uses it only when that costs no more than the prompt without it (`LocalStage.prompt`).

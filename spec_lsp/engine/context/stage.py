@@ -27,7 +27,9 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.context.ranking import SimilarWindows, select
+from spec_lsp.engine.context.selection import select
+from spec_lsp.engine.context.similar_windows import SimilarWindows
+from spec_lsp.engine.context.source import Place
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.workspace import Workspace
 from spec_lsp.engine.types import CompletionRequest
@@ -272,19 +274,18 @@ class ContextStage:
             recent = [edit for edit in self._recent if edit[0] != path]
             self._moved_on(path)
             self.windows.keep_only(self._documents)  # (a document closed since: forgotten)
-        chunks = select(
+        place = Place(
             path=path,
             text=text,
             cursor=cursor,
             window=window,
             open_documents=others,
-            workspace=self.workspace,
             index=self.index,
+            workspace=self.workspace,
             recent_edits=recent,
-            budget=budget,
-            count_tokens=count_tokens,
             windows=self.windows,
         )
+        chunks = select(place, budget=budget, count_tokens=count_tokens)
         self.chosen += 1
         block = Block(document_id, tuple(chunks), repo=self._repo_name(path)) if chunks else None
         self.last = block.describe() if block else []

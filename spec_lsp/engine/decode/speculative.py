@@ -132,7 +132,7 @@ def generate(
             policy.observe_overhead(now - last_start - model_seconds)
         last_start, model_seconds = now, 0.0
         cancel.raise_if_cancelled()
-        shadows = _score_shadows(shadows, out, policy)
+        shadows = score_shadows(shadows, out, policy)
         room = job.max_tokens - len(out)
         draft = _from_continuation(known, out, policy, room)
         stats.continuation_drafted += len(draft.tokens)
@@ -144,7 +144,7 @@ def generate(
         from_continuation = bool(draft.tokens)  # (a certain draft, free: not the drafter's)
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
-            draft = _draft(drafter, policy, job, out, rng, room, shadows, cancel)
+            draft = draft_round(drafter, policy, job, out, rng, room, shadows, cancel)
             drafting = time.perf_counter() - t
             model_seconds += drafting
             stats.draft_seconds += drafting
@@ -185,7 +185,7 @@ def generate(
     return out[: stats.tokens]
 
 
-def _draft(
+def draft_round(
     drafter: Drafter,
     policy: DraftPolicy,
     job: DecodeJob,
@@ -259,7 +259,7 @@ def _name(drafter: Drafter | None) -> str:
     return drafter.name if drafter is not None else ""
 
 
-def _score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shadows:
+def score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shadows:
     """Score each shadow proposal once the target has produced as many tokens as it has (or
     once it has produced a token that differs)."""
     pending: Shadows = []

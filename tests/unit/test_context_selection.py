@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine.context.ranking import SIMILAR_DOCUMENTS, UNUSED_FIRST, select
+from spec_lsp.engine.context.imported_names import UNUSED_FIRST
+from spec_lsp.engine.context.selection import select
+from spec_lsp.engine.context.similar import SIMILAR_DOCUMENTS
+from spec_lsp.engine.context.source import Place
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.types import ContextChunk
 from spec_lsp.engine.context.workspace import Workspace
@@ -61,18 +64,17 @@ def choose(
         index = SymbolIndex()
         for path, doc in sorted(documents.items()):
             index.update(path, doc)
-    return select(
+    place = Place(
         path=current,
         text=text,
         cursor=len(text) if cursor is None else cursor,
         window=window,
         open_documents=documents,
-        workspace=workspace,
         index=index,
+        workspace=workspace,
         recent_edits=recent or [],
-        budget=budget,
-        count_tokens=words,
     )
+    return select(place, budget=budget, count_tokens=words)
 
 
 def tabs(**extra: str) -> dict[str, str]:

@@ -1,0 +1,99 @@
+"""The engine's parts that tools outside it build with: what the benchmarks may use, named in
+one place. The rest of the engine's insides may change without breaking them.
+
+A tool holds an `Engine` (spec_lsp.engine: `build_engine(settings)`, `load()`,
+`complete(request, cancel)`, `stats()`, and, in process, `models`, `prompt_builder`,
+`cost_profile`/`ensure_profile()`, `file_prefix`, `context`) and composes, from here:
+
+- the decode loop with a given drafter and policy: `DecodeJob`, `generate`; one round's draft
+  and the scoring of unverified proposals (`draft_round`, `score_shadows`, `Shadows`), for
+  replaying the loop's decisions;
+- drafters: the `Drafter` protocol and `DraftRequest`, `NgramDrafter`, `ModelDrafter`,
+  `CrossVocabDrafter`, `DocumentsDrafter` over `OpenDocuments`, `AutoDrafter`, `model_drafter`;
+- policies and costs: `DraftPolicy`, `AdaptivePolicy`, `FixedPolicy`, `CostProfile`,
+  `AcceptanceEstimate`, `prior_acceptance`, `calibrate` (measuring a drafter, `PROFILE_TEXT`);
+- models: `ModelBackend`, `open_model`, `llama_model` (our llama.cpp backend), `DEFAULT_TARGET`,
+  `default_path`, `sync`, `detokenize`, `common_prefix_len`;
+- prompts: `split_for_typing`, `FilePrefix`, `choose_anchor`, `Block`;
+- the gate: `confidence`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spec_lsp.engine import calibrate, confidence
+from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, detokenize, sync
+from spec_lsp.engine.calibrate import PROFILE_TEXT
+from spec_lsp.engine.context.block import Block
+from spec_lsp.engine.decode.speculative import (
+    DecodeJob,
+    Shadows,
+    draft_round,
+    generate,
+    score_shadows,
+)
+from spec_lsp.engine.drafters.auto import AutoDrafter
+from spec_lsp.engine.drafters.base import Drafter, DraftRequest
+from spec_lsp.engine.drafters.choose import model_drafter
+from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
+from spec_lsp.engine.drafters.model import ModelDrafter
+from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.drafters.open_documents import OpenDocuments
+from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
+from spec_lsp.engine.loading import DEFAULT_TARGET, default_path, open_model
+from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy.profile import CostProfile
+from spec_lsp.engine.prompt import split_for_typing
+
+if TYPE_CHECKING:
+    from spec_lsp.engine.backends.llama import LlamaModel
+
+
+def llama_model(path: str, *, n_ctx: int, threads: int | None) -> LlamaModel:
+    """Our llama.cpp backend on one GGUF, outside an engine (llama_cpp is imported only here,
+    when asked)."""
+    from spec_lsp.engine.backends.llama import LlamaModel
+
+    return LlamaModel(path, n_ctx=n_ctx, threads=threads)
+
+
+__all__ = [
+    "DEFAULT_TARGET",
+    "PROFILE_TEXT",
+    "AcceptanceEstimate",
+    "AdaptivePolicy",
+    "AutoDrafter",
+    "Block",
+    "CostProfile",
+    "CrossVocabDrafter",
+    "DecodeJob",
+    "DocumentsDrafter",
+    "DraftPolicy",
+    "DraftRequest",
+    "Drafter",
+    "FilePrefix",
+    "FixedPolicy",
+    "ModelBackend",
+    "ModelDrafter",
+    "NgramDrafter",
+    "OpenDocuments",
+    "Shadows",
+    "calibrate",
+    "choose_anchor",
+    "common_prefix_len",
+    "confidence",
+    "default_path",
+    "detokenize",
+    "draft_round",
+    "generate",
+    "llama_model",
+    "model_drafter",
+    "open_model",
+    "prior_acceptance",
+    "score_shadows",
+    "split_for_typing",
+    "sync",
+]
