@@ -44,9 +44,9 @@ models: install
 	@$(MAKE) --no-print-directory $(CHECKED)
 
 $(CHECKED): $(STAMP)
-	@$(PY) -m spec_lsp.engine.probe smollm2-135m \
+	@$(PY) -m spec_lsp.engine.startup.crash_probe smollm2-135m \
 	  || { echo "llama.cpp crashed in its first decode on this machine: rebuilding llama-cpp-python without AMX kernels (~10 min)"; \
-	       $(MAKE) --no-print-directory rebuild-llama && $(PY) -m spec_lsp.engine.probe smollm2-135m; }
+	       $(MAKE) --no-print-directory rebuild-llama && $(PY) -m spec_lsp.engine.startup.crash_probe smollm2-135m; }
 	@touch $(CHECKED)
 
 # Rebuild llama-cpp-python from source here, without the wheel cache, without AMX kernels
@@ -59,8 +59,8 @@ demo: models
 	$(SPEC) demo
 
 lint: install
-	$(VENV)/bin/ruff check spec_lsp tests
-	$(VENV)/bin/ruff format --check spec_lsp tests
+	$(VENV)/bin/ruff check spec_lsp bench tests
+	$(VENV)/bin/ruff format --check spec_lsp bench tests
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -69,7 +69,7 @@ test: models lint typecheck
 	SPEC_LSP_REQUIRE_MODELS=1 $(VENV)/bin/pytest -q -ra --durations=10
 
 replay: models
-	$(PY) -m spec_lsp.bench.replay
+	$(PY) -m bench.replay
 
 bench: models
 	$(SPEC) bench
@@ -83,7 +83,7 @@ bench: models
 # --minutes 2" (no model). The report goes to bench/out/soak.md, the server's stderr beside it.
 SOAK_ARGS ?= --model smollm2-135m --drafter auto --minutes 30 --sample-s 60 --out bench/out/soak.md
 soak: models
-	$(PY) -m spec_lsp.bench.soak $(SOAK_ARGS)
+	$(PY) -m bench.soak $(SOAK_ARGS)
 
 # real editors, not in `make test` (downloads Node, code-server, Neovim into editors/.cache)
 editors-vscode-e2e: install

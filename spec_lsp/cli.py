@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-BENCHMARKS = "spec_lsp.bench"  # the benchmarks' package: in a checkout, never installed
+BENCHMARKS = "bench"  # the benchmarks' package: in a checkout, never installed
 CHECKOUT = Path(__file__).resolve().parents[1]  # the repository, where this is a checkout
 
 

@@ -24,9 +24,11 @@ from pathlib import Path
 
 from spec_lsp import config, models
 from spec_lsp.config import Settings
-from spec_lsp.engine import EngineError, loading, probe
+from spec_lsp.engine import EngineError
 from spec_lsp.engine.remote import connect
 from spec_lsp.engine.remote.health import Health
+from spec_lsp.engine.startup import crash_probe as probe
+from spec_lsp.engine.startup import loading
 
 CHILD_TIMEOUT_S = 60.0
 SYSTEM_INFO = (

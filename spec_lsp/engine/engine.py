@@ -2,8 +2,8 @@
 
 The caches answer first where they can, with no model call: a suggestion typed through
 (`peek`), the running generation's text (`from_in_flight`, `extends_in_flight`). Otherwise one
-stage completes the request, behind one small interface (`answer.CompletingStage`): in process
-(`local.py`: the prompt priced against the KV caches, the speculative loop) or on a server
+stage completes the request, behind one small interface (`stage.CompletingStage`): in process
+(`local/stage.py`: the prompt priced against the KV caches, the speculative loop) or on a server
 (`remote/`: its health, one streamed request). Finishing post-processes the text with the
 request's own rules (`postprocess.Shaping`, made once in `answer.begin`, read through the
 answer) and remembers it.
@@ -22,18 +22,20 @@ from dataclasses import replace
 from typing import Any
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import gate_weights
-from spec_lsp.engine.answer import Answer, CompletingStage, NotLoaded, begin
-from spec_lsp.engine.confidence import GateModel
+from spec_lsp.engine.answer import Answer, begin
+from spec_lsp.engine.context.analyses import Analyses
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.file_prefix import FilePrefix
-from spec_lsp.engine.loading import Loaded
-from spec_lsp.engine.local import LocalStage
+from spec_lsp.engine.finishing import gate_weights
+from spec_lsp.engine.finishing.confidence import GateModel
+from spec_lsp.engine.finishing.postprocess import Shaping
+from spec_lsp.engine.local.file_prefix import FilePrefix
+from spec_lsp.engine.local.prompt_tokens import PromptBuilder
+from spec_lsp.engine.local.stage import LocalStage
 from spec_lsp.engine.policy.profile import CostProfile
-from spec_lsp.engine.postprocess import Shaping
-from spec_lsp.engine.prompt import PromptBuilder
 from spec_lsp.engine.remote.stage import RemoteStage
+from spec_lsp.engine.stage import CompletingStage, NotLoaded
+from spec_lsp.engine.startup.loading import Loaded
 from spec_lsp.engine.stats import EngineTotals
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import (
@@ -94,6 +96,11 @@ class Engine:
         """The confidence gate's weights for the model in use: fitted on it, or shipped for
         the default model; None: none fitted for it, the gate is off (gate_weights.py)."""
         return self.stage.gate
+
+    @gate.setter
+    def gate(self, weights: GateModel | None) -> None:
+        """Other weights for the gate (a tool fitting them; in process only)."""
+        self.local.gate = weights
 
     @property
     def gate_threshold(self) -> float:
@@ -379,6 +386,11 @@ class Engine:
     def context(self) -> ContextStage:
         """The open documents, the workspace, and the context block chosen for the focus."""
         return self.stores.context
+
+    @property
+    def analyses(self) -> Analyses:
+        """The guide's: members per receiver (for tools)."""
+        return self.stores.analyses
 
     def prompt_tokens(self, request: CompletionRequest) -> list[int]:
         """The tokens of the prompt a request gets (no context block: the window only)."""

@@ -17,8 +17,8 @@ from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
 from spec_lsp.engine.context.analyses import Analyses
 from spec_lsp.engine.context.stage import ContextStage
-from spec_lsp.engine.drafters.choose import DraftSources
-from spec_lsp.engine.file_prefix import FilePrefix
+from spec_lsp.engine.drafters.sources import DraftSources
+from spec_lsp.engine.local.file_prefix import FilePrefix
 from spec_lsp.engine.policy.estimate import PolicyBook
 from spec_lsp.engine.policy.realized import RealizedYield
 

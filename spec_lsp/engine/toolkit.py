@@ -9,7 +9,7 @@ A tool holds an `Engine` (spec_lsp.engine: `build_engine(settings)`, `load()`,
   and the scoring of unverified proposals (`draft_round`, `score_shadows`, `Shadows`), for
   replaying the loop's decisions;
 - drafters: the `Drafter` protocol and `DraftRequest`, `NgramDrafter`, `ModelDrafter`,
-  `CrossVocabDrafter`, `DocumentsDrafter` over `OpenDocuments`, `AutoDrafter`, `model_drafter`;
+  `CrossVocabDrafter`, `WorkspaceDrafter` over `OpenDocuments`, `AutoDrafter`, `model_drafter`;
 - policies and costs: `DraftPolicy`, `AdaptivePolicy`, `FixedPolicy`, `CostProfile`,
   `AcceptanceEstimate`, `prior_acceptance`, `calibrate` (measuring a drafter, `PROFILE_TEXT`);
 - models: `ModelBackend`, `open_model`, `llama_model` (our llama.cpp backend), `DEFAULT_TARGET`,
@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spec_lsp.engine import calibrate, confidence
 from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, detokenize, sync
-from spec_lsp.engine.calibrate import PROFILE_TEXT
 from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.decode.speculative import (
     DecodeJob,
@@ -35,18 +33,23 @@ from spec_lsp.engine.decode.speculative import (
 )
 from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.base import Drafter, DraftRequest
-from spec_lsp.engine.drafters.choose import model_drafter
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.file_prefix import FilePrefix, choose_anchor
-from spec_lsp.engine.loading import DEFAULT_TARGET, default_path, open_model
+from spec_lsp.engine.drafters.sources import model_drafter
+from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
+from spec_lsp.engine.finishing import confidence, gate_weights
+from spec_lsp.engine.finishing.confidence import GateModel
+from spec_lsp.engine.local.file_prefix import FilePrefix, choose_anchor
+from spec_lsp.engine.local.prompt_tokens import split_for_typing
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
-from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance, strength_bucket
 from spec_lsp.engine.policy.profile import CostProfile
-from spec_lsp.engine.prompt import split_for_typing
+from spec_lsp.engine.policy.realized import RealizedYield
+from spec_lsp.engine.startup import calibrate
+from spec_lsp.engine.startup.calibrate import PROFILE_TEXT
+from spec_lsp.engine.startup.loading import DEFAULT_TARGET, default_path, open_model
 
 if TYPE_CHECKING:
     from spec_lsp.engine.backends.llama import LlamaModel
@@ -61,26 +64,28 @@ def llama_model(path: str, *, n_ctx: int, threads: int | None) -> LlamaModel:
 
 
 __all__ = [
-    "DEFAULT_TARGET",
-    "PROFILE_TEXT",
     "AcceptanceEstimate",
     "AdaptivePolicy",
     "AutoDrafter",
     "Block",
     "CostProfile",
     "CrossVocabDrafter",
+    "DEFAULT_TARGET",
     "DecodeJob",
-    "DocumentsDrafter",
     "DraftPolicy",
     "DraftRequest",
     "Drafter",
     "FilePrefix",
     "FixedPolicy",
+    "GateModel",
     "ModelBackend",
     "ModelDrafter",
     "NgramDrafter",
     "OpenDocuments",
+    "PROFILE_TEXT",
+    "RealizedYield",
     "Shadows",
+    "WorkspaceDrafter",
     "calibrate",
     "choose_anchor",
     "common_prefix_len",
@@ -88,6 +93,7 @@ __all__ = [
     "default_path",
     "detokenize",
     "draft_round",
+    "gate_weights",
     "generate",
     "llama_model",
     "model_drafter",
@@ -95,5 +101,6 @@ __all__ = [
     "prior_acceptance",
     "score_shadows",
     "split_for_typing",
+    "strength_bucket",
     "sync",
 ]

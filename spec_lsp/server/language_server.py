@@ -17,7 +17,8 @@ from pygls.workspace import TextDocument
 
 from spec_lsp import __version__, config
 from spec_lsp.config import Settings
-from spec_lsp.engine import Completion, CompletionRequest, Engine, EngineError, loading
+from spec_lsp.engine import Completion, CompletionRequest, Engine, EngineError
+from spec_lsp.engine.startup import loading
 from spec_lsp.server import convert
 from spec_lsp.server.acceptance import RETENTION_S, Acceptance
 from spec_lsp.server.protocol import SpecProtocol

@@ -9,7 +9,7 @@ A suggestion's way to the screen, in order; each step names the module that does
    model generates (`none`): the speculative loop in process, or a server.
 2. The shaping (engine/postprocess.Shaping): the model's text cut to what fits the place (one
    line or a block, the suffix's overlap removed, indentation, stop rules). Empty: nothing.
-3. The first-answer cut (engine/first_answer.py): a multi-line suggestion is answered at its
+3. The first-answer cut (engine/finishing/first_answer.py): a multi-line suggestion is answered at its
    first complete line while the rest generates into the cache; an Automatic one whose budget
    ran out, with what is ready up to a word boundary. An Invoked one is never cut mid-line.
 4. The verdict, here (`Showing.decide`), in this order:
@@ -40,8 +40,9 @@ import logging
 from collections import Counter
 from dataclasses import dataclass
 
-from spec_lsp.engine import Completion, CompletionRequest, confidence
-from spec_lsp.engine.confidence import GateModel
+from spec_lsp.engine import Completion, CompletionRequest
+from spec_lsp.engine.finishing import confidence
+from spec_lsp.engine.finishing.confidence import GateModel
 from spec_lsp.server.acceptance import Acceptance
 
 log = logging.getLogger(__name__)

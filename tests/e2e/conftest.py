@@ -17,7 +17,7 @@ import pytest_lsp
 from lsprotocol import types as lsp
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from spec_lsp.engine import confidence, gate_weights
+from spec_lsp.engine.finishing import confidence, gate_weights
 
 SERVER = [sys.executable, "-m", "spec_lsp.cli", "serve", "--backend", "fake"]
 SERVER_DEBUG = [*SERVER, "--log-level", "DEBUG"]

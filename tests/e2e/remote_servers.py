@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from spec_lsp.bench import llama_server
+from bench import llama_server
 
 
 def free_port() -> int:

@@ -10,7 +10,7 @@ import time
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from spec_lsp.engine.file_prefix import OPENED_TOKENS
+from spec_lsp.engine.local.file_prefix import OPENED_TOKENS
 from tests.e2e.conftest import edit, inline, open_doc, server_config, start, stats, wait_ready
 from tests.e2e.test_robustness import poll
 

@@ -23,7 +23,7 @@ CLI_ONLY = {  # commands a person runs, never the server
 }
 # modules the server runs that start a program with fixed arguments (no shell), each for a reason
 FIXED_PROGRAMS = {
-    "engine/probe.py",  # the crash probe: this Python, fixed code, the model files as arguments
+    "engine/startup/crash_probe.py",  # the crash probe: this Python, fixed code, the model files as arguments
     "engine/context/workspace.py",  # git ls-files / check-ignore, fsmonitor and hooks off
 }
 # benchmarks the server never imports that start a program with fixed arguments

@@ -14,7 +14,7 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.llama import LlamaModel
-from spec_lsp.engine.text_tokens import chunks_are_exact
+from spec_lsp.engine.local.text_tokens import chunks_are_exact
 from spec_lsp.prompts.window import line_chunks, line_offset
 
 URI = "file:///stdlib/textwrap.py"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec_lsp.bench.block_swap import VARIANTS, render, summary, turns, within_reach
-from spec_lsp.bench.crossfile import Use
+from bench.block_swap import VARIANTS, render, summary, turns, within_reach
+from bench.crossfile import Use
 
 
 def test_the_variants_take_turns_going_first() -> None:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from bench import command
+from bench.command import MODULES
 from spec_lsp import cli
-from spec_lsp.bench import command
-from spec_lsp.bench.command import MODULES
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from spec_lsp.bench.context_time import (
+from bench.context_time import (
     MAX_KEYS,
     MIN_USES,
     PACKAGES,
@@ -15,7 +15,7 @@ from spec_lsp.bench.context_time import (
     eligible,
     typed_keys,
 )
-from spec_lsp.bench.crossfile import Use, package_dir, uses
+from bench.crossfile import Use, package_dir, uses
 
 
 def made_up(package: str, n: int) -> list[Use]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.bench.crossfile import (
+from bench.crossfile import (
     Answer,
     Use,
     ask_spec,
@@ -20,8 +20,8 @@ from spec_lsp.bench.crossfile import (
     uses,
     whole_lines,
 )
-from spec_lsp.bench.in_process import Server
-from spec_lsp.bench.places import emptied
+from bench.in_process import Server
+from bench.places import emptied
 from spec_lsp.config import Settings
 from spec_lsp.engine import build_engine
 from spec_lsp.prompts import fim

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import random
 
-from spec_lsp.bench import gate, gate_replay
+from bench import gate, gate_replay
 
 
 def test_pauses_are_line_starts_and_some_separators_not_near_the_end():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec_lsp.bench.in_process import Server
-from spec_lsp.bench.places import Ask, Typed, emptied, places, render, run_places, run_typing
+from bench.in_process import Server
+from bench.places import Ask, Typed, emptied, places, render, run_places, run_typing
 from spec_lsp.config import Settings
 from spec_lsp.engine import build_engine
 

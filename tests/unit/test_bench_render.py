@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from spec_lsp.bench.command import rerender
-from spec_lsp.bench.common import (
+from bench.command import rerender
+from bench.common import (
     AGAIN,
     MAX_REPS,
     MIN_PAIRS,
@@ -25,9 +25,9 @@ from spec_lsp.bench.common import (
     schedule,
     write_results,
 )
-from spec_lsp.bench.policies import FIXED_KS, pick_policy, render
-from spec_lsp.bench.sources import render as render_sources
-from spec_lsp.bench.timing import (
+from bench.policies import FIXED_KS, pick_policy, render
+from bench.sources import render as render_sources
+from bench.timing import (
     RERUNS,
     cpu_ticks,
     policy_run,
@@ -304,7 +304,7 @@ class _StreamingLlama:
 def test_plain_llama_timing_counts_tokens_not_the_closing_chunk(monkeypatch):
     from types import SimpleNamespace
 
-    from spec_lsp.bench import baseline
+    from bench import baseline
 
     clock = [100.0]
     monkeypatch.setattr(baseline, "time", SimpleNamespace(perf_counter=lambda: clock[0]))

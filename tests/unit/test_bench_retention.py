@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.retention import checks, exact_distance_in
 from spec_lsp import cli
-from spec_lsp.bench.retention import checks, exact_distance_in
 from spec_lsp.server.acceptance import WINDOW, distance_in
 
 
@@ -17,7 +17,7 @@ def test_the_alignment_is_never_closer_than_the_exact_distance() -> None:
     assert exact_distance_in("kitten", "the sitting cat") == distance_in("kitten", "sitting") == 2
 
 
-def test_the_table_prints(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_table_prints(capfd: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["bench", "retention", "--cases", "2"]) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert "| all (6) |" in out and "rapidfuzz ms p50" in out

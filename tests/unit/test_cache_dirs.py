@@ -9,8 +9,8 @@ from pathlib import Path
 
 from spec_lsp import models
 from spec_lsp.cache_dirs import cache_home, cache_subdir
-from spec_lsp.engine import probe
 from spec_lsp.engine.policy import profile
+from spec_lsp.engine.startup import crash_probe as probe
 from tests.conftest import FRESH_CACHE
 
 

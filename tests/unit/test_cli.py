@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from bench import command, common, sources
 from spec_lsp import cli
-from spec_lsp.bench import command, common, sources
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The confidence of a suggestion (engine/confidence.py) and the gate it drives."""
+"""The confidence of a suggestion (engine/finishing/confidence.py) and the gate it drives."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, build_engine, confidence, gate_weights, sampling
+from spec_lsp.engine import CancelToken, build_engine, sampling
+from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.types import Completion, CompletionRequest, DecodeStats
 
 

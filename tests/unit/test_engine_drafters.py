@@ -10,7 +10,7 @@ import pytest
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.drafters.auto import AutoDrafter
-from spec_lsp.engine.drafters.documents import DocumentsDrafter
+from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
 
 # the fake model continues the corpus; a workspace document that holds it predicts it
 OTHER = (
@@ -58,7 +58,7 @@ def test_the_index_follows_changes_and_closes():
 
 
 def test_oversized_documents_are_not_indexed(monkeypatch):
-    from spec_lsp.engine.drafters import choose
+    from spec_lsp.engine.drafters import sources as choose
 
     monkeypatch.setattr(choose, "MAX_INDEXED_CHARS", 100)
     engine = engine_with("workspace")
@@ -85,7 +85,7 @@ def test_the_cursor_position_itself_is_not_a_match():
     drafter = engine.stores.sources.for_request(
         CompletionRequest(PREFIX, "", "file:///mine.py"), None
     )
-    assert isinstance(drafter, DocumentsDrafter)
+    assert isinstance(drafter, WorkspaceDrafter)
     assert drafter.cursor == len(PREFIX) and drafter.document_id == "file:///mine.py"
 
 
@@ -111,7 +111,7 @@ def test_changing_the_drafter_setting_rebuilds_it():
     engine.update_settings(engine.settings.model_copy(update={"drafter": "auto"}))
     assert isinstance(engine.stores.sources.drafter, AutoDrafter)
     engine.update_settings(engine.settings.model_copy(update={"drafter": "workspace"}))
-    assert isinstance(engine.stores.sources.drafter, DocumentsDrafter)
+    assert isinstance(engine.stores.sources.drafter, WorkspaceDrafter)
 
 
 def test_auto_learns_each_document_apart():

@@ -1,4 +1,4 @@
-"""The file prefix (engine/file_prefix.py): places in one open file share the KV of the text
+"""The file prefix (engine/local/file_prefix.py): places in one open file share the KV of the text
 above them, evaluated while idle; on the fake byte-level model (no real model needed)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.backends.base import common_prefix_len
-from spec_lsp.engine.file_prefix import OPENED_TOKENS
+from spec_lsp.engine.local.file_prefix import OPENED_TOKENS
 from spec_lsp.prompts.window import line_chunks, line_offset
 
 LINES = [f"def function_{i}(x):\n    return x * {i} + len('{'ab' * (i % 7)}')\n" for i in range(90)]
@@ -179,7 +179,7 @@ def test_off_with_no_budget_or_no_cache():
 
 
 def test_the_anchor_is_a_stable_start():
-    from spec_lsp.engine.file_prefix import choose_anchor
+    from spec_lsp.engine.local.file_prefix import choose_anchor
 
     count = len  # a token a character
     lines = "".join(f"line {i:05d} of files\n" for i in range(400))  # 20 characters a line

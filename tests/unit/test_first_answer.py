@@ -1,4 +1,4 @@
-"""When a request is answered before its generation ends (engine/first_answer.py)."""
+"""When a request is answered before its generation ends (engine/finishing/first_answer.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, Completion, CompletionRequest, build_engine
-from spec_lsp.engine.first_answer import FirstAnswer, word_boundary
+from spec_lsp.engine.finishing.first_answer import FirstAnswer, word_boundary
 from spec_lsp.engine.stats import EngineTotals
 from spec_lsp.engine.types import DecodeStats
 

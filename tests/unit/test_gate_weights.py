@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import CancelToken, CompletionRequest, build_engine, confidence, gate_weights
+from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
+from spec_lsp.engine.finishing import confidence, gate_weights
 
 FAKE = "<fake-corpus>"
 

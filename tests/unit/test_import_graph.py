@@ -30,32 +30,21 @@ TOP_LAYERS = [
     {"spec_lsp.server", "spec_lsp.doctor"},
     {"spec_lsp.commands"},
     {"spec_lsp.cli"},
-    {"spec_lsp.bench"},  # the benchmarks: above the whole package (they use its CLI's flags)
 ]
 # Inside the engine, lowest first (the request path reads upwards through them).
 ENGINE_LAYERS = [
     {"types"},
-    {"backends", "sampling", "text_tokens"},
+    {"backends", "sampling"},
     {"policy"},
     {"drafters"},
     {"decode", "cache", "context"},
-    {
-        "prompt",
-        "postprocess",
-        "loading",
-        "probe",
-        "calibrate",
-        "stats",
-        "first_answer",
-        "file_prefix",
-        "stores",
-        "answer",
-        "confidence",
-        "gate_weights",
-    },
+    # what completing a request is made of: finishing its text (what is shown), loading the
+    # models (the crash probe, the cost calibration), its statistics, the answer, the stage
+    # interface
+    {"finishing", "startup", "stats", "answer", "stage"},
     # the stages that complete a request: in process, and the remote engine in one folder
-    # (client, stream, prompt, tokens, health, connect, its stage)
-    {"local", "remote"},
+    # (client, stream, prompt, tokens, health, connect, its stage); the stores they share
+    {"local", "remote", "stores"},
     {"engine"},
     {"toolkit"},  # the parts tools (the benchmarks) build with, named in one place
     {"__init__"},
@@ -203,7 +192,7 @@ def test_the_checker_finds_a_cycle(tmp_path, files):
         ("engine/drafters/auto.py", "from spec_lsp.engine.decode import speculative\n"),
         ("engine/engine.py", "from spec_lsp.server import app\n"),
         ("prompts/fim.py", "from spec_lsp.engine import types\n"),
-        ("engine/loading.py", "from spec_lsp.bench import common\n"),
+        ("engine/startup/loading.py", "from spec_lsp.server import app\n"),
         ("engine/newthing.py", "import os\n"),
     ],
 )
@@ -212,7 +201,7 @@ def test_the_checker_finds_an_arrow_up(tmp_path, rel, source):
         "engine/__init__.py": "",
         "engine/types.py": "",
         "engine/engine.py": "",
-        "engine/loading.py": "",
+        "engine/startup/loading.py": "",
         "engine/backends/__init__.py": "",
         "engine/backends/base.py": "",
         "engine/policy/__init__.py": "",
@@ -226,8 +215,6 @@ def test_the_checker_finds_an_arrow_up(tmp_path, rel, source):
         "prompts/fim.py": "",
         "server/__init__.py": "",
         "server/app.py": "",
-        "bench/__init__.py": "",
-        "bench/common.py": "",
     }
     files[rel] = source
     assert len(upward(graph(_tree(tmp_path, files)))) == 1

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine.probe import Verdict
+from spec_lsp.engine.startup.crash_probe import Verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 X86 = platform.machine().lower() in ("x86_64", "amd64")

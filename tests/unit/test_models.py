@@ -249,7 +249,7 @@ def test_a_bare_pull_leaves_the_optional_model_alone(downloads, monkeypatch):
 
 def test_a_model_setting_may_name_a_pulled_default(downloads, tmp_path):
     from spec_lsp.config import Settings
-    from spec_lsp.engine import loading
+    from spec_lsp.engine.startup import loading
 
     [path] = models.pull(["fake"], progress=False)
     settings = Settings(model="fake", drafter="model", draft_model="fake")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spec_lsp.engine.calibrate import measure_drafter
 from spec_lsp.engine.drafters.base import Draft, Drafter
 from spec_lsp.engine.policy import estimate as policy_module
 from spec_lsp.engine.policy.adaptive import EXPLORE_SHARE, MARGIN, AdaptivePolicy, expected_tokens
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.policy.profile import CostProfile
+from spec_lsp.engine.startup.calibrate import measure_drafter
 
 GPU_LIKE = CostProfile({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 32: 1.5})
 THIS_CPU = CostProfile({1: 1.0, 2: 1.7, 4: 2.7, 8: 7.0, 16: 14.0, 32: 28.0})  # Qwen-1.5B, 2 threads

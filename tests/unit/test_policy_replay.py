@@ -1,8 +1,8 @@
-"""spec_lsp.bench.policy_replay: the policy replayed over fixed outputs, costed by a verify curve."""
+"""bench.policy_replay: the policy replayed over fixed outputs, costed by a verify curve."""
 
 from __future__ import annotations
 
-from spec_lsp.bench import policy_replay
+from bench import policy_replay
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance
 from spec_lsp.engine.policy.profile import CostProfile

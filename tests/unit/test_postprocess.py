@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spec_lsp.engine.postprocess import decide_multiline, postprocess, stop_reached
+from spec_lsp.engine.finishing.postprocess import decide_multiline, postprocess, stop_reached
 
 GOLDEN = json.loads((Path(__file__).parent / "golden" / "postprocess.json").read_text())
 

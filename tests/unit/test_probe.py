@@ -1,4 +1,4 @@
-"""The crash probe (engine/probe.py) with simulated builds: a native fault becomes one clear
+"""The crash probe (engine/startup/crash_probe.py) with simulated builds: a native fault becomes one clear
 EngineError naming the signal and the fix, the verdict is cached per build and model file, and
 a rebuild (another build file) or another model file is probed again."""
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.engine import EngineError, probe
+from spec_lsp.engine import EngineError
+from spec_lsp.engine.startup import crash_probe as probe
 from tests.probe_builds import PLAIN_INFO, probe_env, runs, write_build
 
 

@@ -18,7 +18,7 @@ from spec_lsp.engine import CancelToken, CompletionRequest, EngineError, build_e
 from spec_lsp.engine.engine import Engine
 from spec_lsp.engine.remote.client import base_url
 from spec_lsp.engine.remote.health import Health
-from spec_lsp.engine.remote.prompt import template_for
+from spec_lsp.engine.remote.prompt_text import template_for
 from tests.e2e.remote_servers import Stub, free_port, self_signed
 from tests.unit.test_layering import ROOT, imports
 

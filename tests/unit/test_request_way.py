@@ -18,7 +18,11 @@ from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from tests.e2e.remote_servers import Stub
 
-SERVICES = ("spec_lsp.engine.backends.", "spec_lsp.engine.types", "spec_lsp.engine.text_tokens")
+SERVICES = (
+    "spec_lsp.engine.backends.",
+    "spec_lsp.engine.types",
+    "spec_lsp.engine.local.text_tokens",
+)
 SHAPES = "def polygon_area(points):\n    return 0.0\n"
 TEXT = "from shapes import polygon_area\n\n" + "".join(
     f"def f{i}(x):\n    return x + {i}\n\n" for i in range(40)
@@ -90,9 +94,15 @@ def test_in_process_each_module_is_entered_from_at_most_two_others():
     finally:
         engine.close()
     # the way it is meant to take (else the trace proves nothing)
-    for module in ("local", "prompt", "file_prefix", "postprocess", "decode.speculative"):
+    for module in (
+        "local.stage",
+        "local.prompt_tokens",
+        "local.file_prefix",
+        "finishing.postprocess",
+        "decode.speculative",
+    ):
         assert f"spec_lsp.engine.{module}" in callers, module
-    assert callers["spec_lsp.engine.postprocess"] == {"spec_lsp.engine.answer"}
+    assert callers["spec_lsp.engine.finishing.postprocess"] == {"spec_lsp.engine.answer"}
     assert hubs(callers) == {}
 
 
@@ -113,7 +123,7 @@ def test_on_a_server_each_module_is_entered_from_at_most_two_others(llama_server
     finally:
         engine.close()
     assert llama_server.infills or llama_server.completions  # (the way went to the server)
-    for module in ("remote.stage", "remote.ask", "remote.stream", "postprocess"):
+    for module in ("remote.stage", "remote.ask", "remote.stream", "finishing.postprocess"):
         assert f"spec_lsp.engine.{module}" in callers, module
     assert hubs(callers) == {}
 
@@ -121,7 +131,9 @@ def test_on_a_server_each_module_is_entered_from_at_most_two_others(llama_server
 def test_a_module_entered_from_three_others_is_found():
     """The check itself: a third caller of postprocess is reported."""
     callers = {
-        "spec_lsp.engine.postprocess": {"spec_lsp.engine.answer", "a", "b"},
+        "spec_lsp.engine.finishing.postprocess": {"spec_lsp.engine.answer", "a", "b"},
         "spec_lsp.engine.backends.llama": {"x", "y", "z"},
     }
-    assert hubs(callers) == {"spec_lsp.engine.postprocess": ["a", "b", "spec_lsp.engine.answer"]}
+    assert hubs(callers) == {
+        "spec_lsp.engine.finishing.postprocess": ["a", "b", "spec_lsp.engine.answer"]
+    }

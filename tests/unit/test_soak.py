@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from spec_lsp.bench.soak_args import options, parse, server_command, warmup_s
-from spec_lsp.bench.soak_client import INLINE, REQUEST_CANCELLED, Ledger
-from spec_lsp.bench.soak_report import (
+from bench.soak_args import options, parse, server_command, warmup_s
+from bench.soak_client import INLINE, REQUEST_CANCELLED, Ledger
+from bench.soak_report import (
     Period,
     children_listed,
     children_scanned,
@@ -26,7 +26,7 @@ from spec_lsp.bench.soak_report import (
     tree_rss_mb,
     warmup_end,
 )
-from spec_lsp.bench.soak_typist import Document, Typist
+from bench.soak_typist import Document, Typist
 
 URI = "file:///soak/a.py"
 
@@ -371,7 +371,7 @@ def test_warm_up_is_a_fifth_of_the_run_at_most_two_minutes() -> None:
 def test_crashes_the_server_answered_empty_fail_the_soak() -> None:
     """A SmolLM2 soak passed with 131 requests the engine crashed on: the server answered them
     empty and counted them, the client saw nothing wrong. Now they fail it, as do error lines."""
-    from spec_lsp.bench.soak import server_failures
+    from bench.soak import server_failures
 
     clean = {"server_requests": {"requests": 10, "served": 10}}
     assert server_failures(clean, 0) == []
@@ -388,7 +388,7 @@ def test_the_growth_bound_is_the_stated_one() -> None:
 
 
 def test_what_the_server_holds_is_one_line_per_moment() -> None:
-    from spec_lsp.bench.soak import held
+    from bench.soak import held
 
     memory = {
         "saved_states": {"count": 2, "bytes": 3 * 2**20},
@@ -415,7 +415,7 @@ def held_states(count: int, mb: float, max_count: int = 4) -> dict:
 
 
 def test_the_pool_is_full_at_its_count_or_within_a_state_of_its_bytes() -> None:
-    from spec_lsp.bench.soak import pool_full
+    from bench.soak import pool_full
 
     assert not pool_full({}, documents=5)
     assert not pool_full(held_states(3, 30), documents=5)

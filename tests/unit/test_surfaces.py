@@ -26,7 +26,7 @@ import pytest
 from tests.unit.test_layering import imports
 
 REPO = Path(__file__).resolve().parents[2]
-BENCHMARKS = "spec_lsp.bench"  # the benchmarks' package: in the repository, not installed
+BENCHMARKS = "bench"  # the benchmarks' package: in the repository, not installed
 SURFACE = ("spec_lsp.engine", "spec_lsp.engine.toolkit")  # what the benchmarks import of it
 INSIDES = ("local", "stores", "stage")  # an engine's insides (its stages, its stores)
 
@@ -206,7 +206,7 @@ def test_the_checker_sees_the_package_import_a_benchmark(tmp_path: Path):
     "source",
     [
         "from spec_lsp.engine.decode.speculative import generate\n",
-        "import spec_lsp.engine.loading\n",
+        "import spec_lsp.engine.startup.loading\n",
         "def f(engine):\n    return engine.local.loaded\n",
         "def f(engine):\n    return engine.stores.file_prefix\n",
     ],

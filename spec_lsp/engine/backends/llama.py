@@ -455,7 +455,7 @@ def check_context_fits(file: Path, n_ctx: int, *, what: str) -> None:
     )
 
 
-# -- the build, and the probe's child process (engine/probe.py runs it) ------------------------
+# -- the build, and the probe's child process (engine/startup/crash_probe.py runs it) ------------------------
 LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
 
 

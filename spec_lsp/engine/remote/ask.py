@@ -21,7 +21,7 @@ from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.remote.client import RemoteFault
 from spec_lsp.engine.remote.connect import RemoteLoaded
-from spec_lsp.engine.remote.prompt import TextPrompt, build, build_infill
+from spec_lsp.engine.remote.prompt_text import TextPrompt, build, build_infill
 from spec_lsp.engine.remote.stream import StreamJob, stream_decode
 from spec_lsp.engine.types import CancelToken, CompletionRequest, DecodeStats, SamplingParams
 

@@ -1,5 +1,5 @@
 """The remote stage: a server's model (`engine: remote`), behind the same small interface as the
-in-process stage (`answer.CompletingStage`).
+in-process stage (`stage.CompletingStage`).
 
 A request: the server's health (`health`: backoff, one notice per problem; asking it again what
 it serves after it was down) in place of the KV caches, then one request to the server (`ask`:
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 from spec_lsp.config import Settings
-from spec_lsp.engine import gate_weights
 from spec_lsp.engine.answer import Answer
-from spec_lsp.engine.confidence import GateModel
+from spec_lsp.engine.finishing import gate_weights
+from spec_lsp.engine.finishing.confidence import GateModel
+from spec_lsp.engine.finishing.postprocess import Shaping
 from spec_lsp.engine.policy.profile import CostProfile
-from spec_lsp.engine.postprocess import Shaping
 from spec_lsp.engine.remote import ask
 from spec_lsp.engine.remote.client import RemoteFault
 from spec_lsp.engine.remote.connect import RemoteLoaded, connect_remote, open_remote

@@ -1,0 +1,410 @@
+"""The in-process stage: GGUF models on this machine, behind the same small interface as the
+remote stage (`stage.CompletingStage`).
+
+A request: its prompt (the window around the cursor, or laid out from the file prefix's line
+when that evaluates fewer tokens, opening with the context block when that costs no more) ->
+the KV caches made to hold as much of it as any cache does -> the speculative loop with the
+request's drafter, policy and stop rule. While idle: the file prefix grown, its context block
+chosen, and the last place prewarmed with a new block. And the machine's cost profile, which
+the adaptive policy prices drafts with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from spec_lsp.config import Settings
+from spec_lsp.engine.answer import Answer
+from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
+from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.finishing import gate_weights
+from spec_lsp.engine.local.file_prefix import FilePrefix
+from spec_lsp.engine.local.prompt_tokens import Prompt, PromptBuilder
+from spec_lsp.engine.policy import profile as cost_profile
+from spec_lsp.engine.policy.adaptive import make_policy
+from spec_lsp.engine.startup import calibrate, loading
+from spec_lsp.engine.startup.loading import Loaded
+from spec_lsp.engine.stats import EngineTotals, reuse_kind
+from spec_lsp.engine.stores import Stores
+from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
+from spec_lsp.prompts.guide import scopes
+from spec_lsp.prompts.guide.monitor import Monitor
+from spec_lsp.prompts.guide.names import NameTokens
+
+log = logging.getLogger(__name__)
+
+# a prompt with the context block is used when it evaluates at most this many tokens more than
+# the prompt without it (the block's KV is evaluated while idle, never on a request's time)
+CONTEXT_SLACK = 16
+
+
+class LocalStage:
+    def __init__(
+        self,
+        loaded: Loaded,
+        *,
+        settings: Settings,
+        backend: str,
+        stores: Stores,
+        totals: EngineTotals,
+    ) -> None:
+        self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
+        self.backend, self.stores, self.totals = backend, stores, totals
+        self.profile: cost_profile.CostProfile | None = None
+        self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
+        self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
+        self.configure(settings)
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        backend: str,
+        report: Callable[[str], None],
+        stores: Stores,
+        totals: EngineTotals,
+    ) -> LocalStage:
+        """Load the models the settings name. Raises EngineError with the fix."""
+        loaded = loading.open_models(settings, backend, report)
+        totals.model_names = [m.info.name for m in (loaded.target, loaded.draft) if m]
+        return cls(loaded, settings=settings, backend=backend, stores=stores, totals=totals)
+
+    def configure(self, settings: Settings) -> None:
+        """New settings for the same models: KV shift, the cost profile, the drafter."""
+        self.settings = settings
+        on = settings.kv_shift and settings.cache
+        for model in (self.loaded.target, self.loaded.draft):
+            if model is not None:
+                model.shift_min = SHIFT_MIN_TOKENS if on else 0
+        self.profile = cost_profile.load_cached(self.profile_key())
+        self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
+        if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
+            self._names = NameTokens(self.prompts.vocab.pieces)
+        self._profile_samples = {}  # (another key's passes are no part of this one's)
+        self.stores.sources.build(
+            settings.drafter, self.loaded.target, self.loaded.draft, self.profile
+        )
+
+    def close(self) -> None:
+        self.loaded.close()
+        self.stores.sources.drafter = None
+
+    def opened(self, request: CompletionRequest) -> None:
+        """A document opened: the file prefix is its own, its block chosen and evaluated first,
+        then its text, while idle (file_prefix.focus)."""
+        if self.settings.cache:
+            self.stores.file_prefix.focus(request, self.prompts, self.settings)
+
+    # -- a request ---------------------------------------------------------------------------
+    def complete(self, answer: Answer) -> str | None:
+        """The generated text (None: nothing to ask, the prompt is empty)."""
+        request, stats, stores = answer.request, answer.stats, self.stores
+        prompt = self.prompt(request)
+        if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest
+            stats.stop_reason = "empty_prompt"
+            return None
+        self._context_stats(request, prompt, stats)
+        reused = self.prepare_caches(request.document_id, prompt)
+        stats.cache = answer.kind or reused  # (a first answer tells it; completed at the end)
+        stores.in_flight.track(request, "")  # a key typed meanwhile may wait for what it writes
+        try:
+            tokens, text = self._decode(answer, prompt)
+        finally:
+            stats.cache = answer.kind or reused or reuse_kind(stats)
+            answer.settled()
+            if self.settings.cache:  # where the file prefix grows next, while idle
+                stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+        stores.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
+        return text
+
+    def prompt(self, request: CompletionRequest, *, idle: bool = False) -> Prompt:
+        """The window around the cursor, or the prompt laid out from the file prefix's line
+        when that evaluates fewer tokens (and shows the model no less of the file); opening
+        with the document's context block when that evaluates no more than without it (its KV
+        is evaluated while idle: a request never waits for context). `idle` (a prewarm):
+        with the block once the file prefix holds it, whatever it costs. (An Invoked request
+        taking the rest of the block on its own time, up to 1.5x its prompt, made later places
+        4.5x slower on the places bench and added no exact line on the cross-file one.)"""
+        prompts, settings, fp = self.prompts, self.settings, self.stores.file_prefix
+        mine = settings.cache and fp.document == request.document_id
+        candidates = prompts.candidates(
+            request,
+            settings,
+            block=fp.block if mine else None,
+            anchor=fp.anchor_for(request, settings, prompts.target.n_ctx) if mine else None,
+        )
+        if len(candidates) == 1:  # (nothing cached to price it against)
+            return candidates[0]
+        costs = [self._to_evaluate(request, p) for p in candidates]
+
+        def cheapest(with_block: bool) -> int | None:  # (a tie goes to the anchored prompt)
+            found = [i for i, p in enumerate(candidates) if (p.block is not None) == with_block]
+            return min(found, key=lambda i: (costs[i], not candidates[i].anchored), default=None)
+
+        best, context = cheapest(False), cheapest(True)
+        assert best is not None  # (the window without the block is always there)
+        ready = idle and not fp.pending  # (the file prefix holds the block)
+        if context is not None and (ready or costs[context] <= costs[best] + CONTEXT_SLACK):
+            best = context
+        if candidates[best].anchored:
+            fp.used += 1
+        return candidates[best]
+
+    def prompt_tokens(self, request: CompletionRequest) -> list[int]:
+        return self.prompts.tokens(request, self.settings)[0]
+
+    def _context_stats(
+        self, request: CompletionRequest, prompt: Prompt, stats: DecodeStats
+    ) -> None:
+        """Which context parts the prompt opens with, and how many of their tokens the KV
+        cache held."""
+        if prompt.block is None:
+            return
+        tokens = prompt.block.tokens  # (counted when the prompt was built)
+        held = len(prompt.tokens) - self._to_evaluate(request, prompt)
+        stats.context_chunks = prompt.block.describe()
+        stats.context_tokens, stats.context_cached_tokens = tokens, min(tokens, held)
+        self.stores.context.record(tokens, stats.context_cached_tokens)
+
+    def _to_evaluate(self, request: CompletionRequest, prompt: Prompt) -> int:
+        """Tokens of the prompt that no cache holds."""
+        live = common_prefix_len(self.loaded.target.tokens, prompt.tokens)
+        saved = self.stores.states.held(request.document_id, prompt.tokens)
+        return len(prompt.tokens) - max(live, saved, self.stores.file_prefix.held(prompt.tokens))
+
+    def prepare_caches(self, document: str, prompt: Prompt) -> str:
+        """The live KV cache made to hold as much of the prompt as any cache does; how."""
+        loaded, fp = self.loaded, self.stores.file_prefix
+        if not self.settings.cache:
+            loaded.target.truncate(0)
+            if loaded.draft is not None:
+                loaded.draft.truncate(0)
+            return "off"
+        target, tokens = loaded.target, prompt.tokens
+        keep_live = not fp.holds_all(target.tokens)  # else it is the snapshot
+        reused = self.stores.states.switch(
+            document, tokens, target, loaded.draft, keep_live=keep_live
+        )
+        if fp.restore(target, tokens) or (prompt.anchored and not reused):
+            return "file_prefix"
+        return reused
+
+    def _decode(self, answer: Answer, prompt: Prompt) -> tuple[list[int], str]:
+        """The speculative loop with this request's drafter, policy and stop rule: the tokens
+        generated and their text (one reader of the tokens, for the stop rule, the first answer
+        and the end)."""
+        request, stores, prompts = answer.request, self.stores, self.prompts
+        drafter = stores.sources.for_request(request, self.profile)
+        read = lambda tokens: prompts.text(prompt, tokens)  # noqa: E731
+        job = DecodeJob(
+            prompt.tokens,
+            request.max_tokens,
+            request.sampling,
+            self.loaded.stop_ids,
+            lambda tokens: answer.stop_reached(read(tokens)),
+            continuation=stores.continuations.get(request.document_id)
+            if self.settings.cache
+            else (),
+            on_round=lambda out: answer.progress(read(out)),
+            first_allowed=prompt.first_allowed,
+            # (the gate off, or no weights for this model: no cost at all)
+            logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
+            guide=self._guide(request, prompt, answer.stats),
+        )
+        temperature = request.sampling.temperature
+        estimate = stores.book.estimate(request.document_id, request.language, temperature)
+        policy = make_policy(self.settings, self.profile, estimate, stores.ledger)
+        rng = np.random.default_rng(request.sampling.seed)
+        try:
+            tokens = generate(
+                self.loaded.target,
+                drafter,
+                policy,
+                job,
+                cancel=answer.cancel,
+                rng=rng,
+                stats=answer.stats,
+            )
+            return tokens, read(tokens)
+        finally:
+            stores.book.remember_language(request.language, temperature, estimate)
+            if isinstance(job.guide, Monitor):
+                for name, count in job.guide.counts(answer.stats.tokens).items():
+                    setattr(answer.stats, name, count)
+
+    def _guide(
+        self, request: CompletionRequest, prompt: Prompt, stats: DecodeStats
+    ) -> Monitor | None:
+        """The monitor for this request: the newest analysis of its document (none yet: the
+        request is decoded unguided, never kept waiting) and the text the model continues."""
+        analyses = self.stores.analyses
+        if not (self.settings.guide and analyses.enabled and analyses.watches(request.document_id)):
+            return None
+        analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
+        table = analyses.table(request.document_id)
+        if table is None:
+            stats.guide_unprepared = 1
+            return None
+        if self._names is None:  # (the guide turned on after the load)
+            self._names = NameTokens(self.prompts.vocab.pieces)
+        text = request.prefix.rstrip(" \t")
+        if prompt.healed and text.endswith(prompt.healed):
+            text = text[: -len(prompt.healed)]
+        return Monitor(
+            self._names, table, text=text, scope=scopes.at_end(text), bias=self.settings.guide_bias
+        )
+
+    # -- idle time ---------------------------------------------------------------------------
+    def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
+        """Evaluate the prompt for the place edited, so that a request there (or after more
+        typing on the line) finds it in the KV cache. Returns the tokens evaluated; a cancel
+        stops it between chunks, keeping what was done."""
+        if not self.settings.cache:
+            return 0
+        prompt = self.prompt(request, idle=True)
+        if not prompt.tokens:
+            return 0
+        self.prepare_caches(request.document_id, prompt)
+        self.stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+        target = self.loaded.target
+        _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
+        self.totals.count_prewarm(evaluated)
+        return evaluated
+
+    @property
+    def idle_work(self) -> bool:
+        """This machine's cost profile to measure, the file prefix to evaluate further, its
+        context block to choose, or the last place to prewarm with a new block."""
+        if self.needs_profile:
+            return True
+        fp = self.stores.file_prefix
+        return self.settings.cache and (
+            fp.pending
+            or (fp.request is not None and self.stores.context.stale(self._focus()))
+            or fp.unwarmed() is not None
+        )
+
+    @property
+    def block_pending(self) -> bool:
+        """The file prefix's context block is to be chosen, or chosen and not in the KV yet."""
+        fp, settings = self.stores.file_prefix, self.settings
+        if not (settings.cache and fp.document) or fp.ready:
+            return False
+        return fp.block is not None or (
+            settings.context_tokens > 0 and self.stores.context.stale(self._focus())
+        )
+
+    def idle_step(self, cancel: CancelToken) -> int:
+        """This machine's cost profile measured if it is still to be (once per model and
+        machine: a request stops it, the next idle step goes on), then the block chosen if it
+        is to be, then more of the file prefix evaluated (the block, then the text:
+        file_prefix.py) until done or cancelled (any request: the chunk being computed is
+        dropped, the rest resumed at the next idle step), then the last place with a new block.
+        Returns the tokens evaluated."""
+        target, states = self.loaded.target, self.stores.states
+        owner = states.owner
+        if self.needs_profile:  # (requests meanwhile: the prior profile's costs)
+            states.park(owner, target)  # (the measurement takes the live cache)
+            self._measure_profile(cancel)
+            if self.needs_profile or not self.settings.cache:
+                return 0
+        self._choose_block()  # (before the text: block and text are evaluated in one pass)
+        grown = self.stores.file_prefix.grow(
+            target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
+        )
+        fp = self.stores.file_prefix
+        place = fp.unwarmed()
+        if place is None or cancel.cancelled:
+            return grown
+        fp.warmed = fp.block  # (tried once: a cancel leaves it to the request)
+        with contextlib.suppress(Cancelled):
+            grown += self.prewarm(place, cancel)
+        return grown
+
+    def _focus(self) -> tuple[Any, ...]:
+        """What the file prefix's block is chosen for: its document and the budget. Not the
+        place: typing and moving in a file never change its block (each change costs
+        evaluation); what it is chosen from does (other documents, the workspace)."""
+        fp = self.stores.file_prefix
+        return (fp.document, self.settings.context_tokens)
+
+    def _choose_block(self) -> None:
+        """The context block of the file prefix's document, chosen when the document takes the
+        file prefix (opened, or asked about), before its text is evaluated (each token once),
+        and again when what it is chosen from changed (file_prefix: only the block's new
+        tokens are evaluated then, with kvShift)."""
+        fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        if fp.came_back:  # the focus came back: the block its text was evaluated after
+            fp.came_back = False
+            context.adopt(fp.document, focus, fp.block)
+            return
+        if not context.stale(focus):
+            return
+        budget = FilePrefix.budget(self.settings, self.prompts.target.n_ctx) // 2
+        block = context.choose_at(
+            fp.request,
+            focus,
+            first_line=fp.anchor,
+            budget=min(self.settings.context_tokens, budget),
+            count_tokens=self.prompts.texts.count,
+        )
+        self.prompts.block_tokens(block)  # (counted once, here: the file prefix's budget)
+        if fp.set_block(block) and fp.request is not None:
+            log.info(
+                "context for %s: %s",
+                fp.request.file_name or fp.request.document_id,
+                "; ".join(
+                    f"{c.path}:{c.start_line + 1}-{c.end_line} ({c.reason})" for c in block.chunks
+                )
+                if block
+                else "none",
+            )
+
+    # -- the cost profile --------------------------------------------------------------------
+    @property
+    def needs_profile(self) -> bool:
+        """Whether the adaptive policy still needs this machine's cost profile."""
+        s = self.settings
+        return s.draft_policy == "adaptive" and s.drafter != "none" and self.profile is None
+
+    def profile_key(self) -> str:
+        return cost_profile.profile_key(
+            self.loaded.target.info.path,
+            threads=self.settings.threads,
+            backend=self.backend,
+            drafter=self.settings.drafter,
+        )
+
+    def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
+        """Measure this machine's costs unless a cached profile exists (seconds)."""
+        if self.profile is None or remeasure:
+            self._profile_samples = {}
+            self._measure_profile(None)
+        assert self.profile is not None
+        return self.profile
+
+    def _measure_profile(self, abort: CancelToken | None) -> None:
+        """Measure (or go on measuring) this machine's costs: the profile, once done, is kept
+        and saved; a cancel leaves the passes timed so far for the next idle step."""
+        target = self.loaded.target
+        context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
+        profile = calibrate.measure(
+            target,
+            self.stores.sources.to_measure(),
+            context=context,
+            key=self.profile_key(),
+            samples=self._profile_samples,
+            abort=abort,
+        )
+        if profile is not None:
+            self.profile, self._profile_samples = profile, {}
+            cost_profile.save(profile)
+
+    def report(self) -> dict[str, Any]:
+        return {"cost_profile": self.profile.relative() if self.profile else None}
