@@ -20,17 +20,12 @@ ROOT = Path(__file__).resolve().parents[2] / "spec_lsp"
 CLI_ONLY = {  # commands a person runs, never the server
     "models.py",  # `spec-lsp models pull` runs pip, with fixed arguments
     "doctor.py",  # `spec-lsp doctor` runs this Python and nvim, with fixed arguments
+    "benchmarks.py",  # `spec-lsp bench` runs this Python on the checkout's benchmarks
 }
 # modules the server runs that start a program with fixed arguments (no shell), each for a reason
 FIXED_PROGRAMS = {
     "engine/startup/crash_probe.py",  # the crash probe: this Python, fixed code, the model files as arguments
     "engine/context/workspace.py",  # git ls-files / check-ignore, fsmonitor and hooks off
-}
-# benchmarks the server never imports that start a program with fixed arguments
-BENCH_ONLY = {
-    "bench/remote.py",  # python -m llama_cpp.server, the remote engine's bench
-    "bench/llama_server.py",  # llama-server, built by `make llama-server`
-    "bench/soak.py",  # git rev-parse / status, the commit its report names
 }
 
 
@@ -130,7 +125,7 @@ def test_the_server_modules_never_run_programs_or_render_templates():
     offenders = []
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT)
-        if path.name in CLI_ONLY or rel.as_posix() in BENCH_ONLY or "samples" in path.parts:
+        if path.name in CLI_ONLY or "samples" in path.parts:
             continue  # samples: completion demos
         source = path.read_text()
         if rel.as_posix() in FIXED_PROGRAMS:

@@ -11,7 +11,7 @@ import pytest
 
 from bench import command
 from bench.command import MODULES
-from spec_lsp import cli
+from spec_lsp import benchmarks, cli
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -41,7 +41,9 @@ def test_spec_lsp_bench_runs_the_checkouts_benchmarks() -> None:
 def test_spec_lsp_bench_without_a_checkout_says_where_the_benchmarks_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cli, "CHECKOUT", tmp_path)  # an installed package: no benchmarks beside
+    monkeypatch.setattr(
+        benchmarks, "CHECKOUT", tmp_path
+    )  # an installed package: no benchmarks beside
     monkeypatch.chdir(tmp_path)  # nor here
     with pytest.raises(SystemExit, match="not installed with spec-lsp.*checkout"):
         cli.main(["bench", "places"])
@@ -50,7 +52,7 @@ def test_spec_lsp_bench_without_a_checkout_says_where_the_benchmarks_are(
 def test_an_installed_spec_lsp_runs_the_benchmarks_of_the_checkout_it_is_run_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(cli, "CHECKOUT", tmp_path)  # (installed: no benchmarks beside it)
+    monkeypatch.setattr(benchmarks, "CHECKOUT", tmp_path)  # (installed: no benchmarks beside it)
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the repository
     assert cli.main(["bench", "gate", "--help"]) == 0
     assert "spec-lsp bench gate" in capfd.readouterr().out
