@@ -85,11 +85,13 @@ class Analyses:
 
     def document_closed(self, document_id: str) -> None:
         with self._lock:
-            self._texts.pop(document_id, None)
+            watched = self._texts.pop(document_id, None) is not None
             self._tables.pop(document_id, None)
             self._near.pop(document_id, None)
             if document_id in self._pending:
                 self._pending.remove(document_id)
+        if watched:  # (an analysis running on it meanwhile forgets it when it ends)
+            self.analyser.forget(document_path(document_id))
 
     def watches(self, document_id: str) -> bool:
         """A Python document this store keeps the text of."""
@@ -171,12 +173,15 @@ class Analyses:
             return
         time.sleep(self.delay_s)  # (tests: a late analysis)
         with self._lock:
-            if document in self._texts:
+            closed = document not in self._texts
+            if not closed:
                 self._tables[document] = table
             self.runs += 1
             self.seconds += table.seconds
             self.last_seconds = table.seconds
             self._lock.notify_all()
+        if closed:
+            self.analyser.forget(path)
 
     def _root(self, path: str) -> str | None:
         for folder in self.folders:

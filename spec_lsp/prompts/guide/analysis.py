@@ -25,6 +25,7 @@ from pathlib import Path
 
 import jedi
 import parso
+import parso.cache
 import parso.utils
 
 from spec_lsp.prompts.guide import scopes
@@ -186,6 +187,14 @@ class Analyser:
         todo = [o for o in first.values() if o.key not in known or abs(o.line - near_line) <= NEAR]
         todo.sort(key=lambda o: (o.key in known, abs(o.line - near_line)))
         return todo[: self.max_receivers]
+
+    def forget(self, path: str) -> None:
+        """A document closed: parso's cache of its parsed text (kept by path for Jedi's next
+        parse of it, process-wide, until 600 files are held) lets it go."""
+        with _JEDI:
+            for held in parso.cache.parser_cache.values():
+                held.pop(Path(path).absolute(), None)
+                held.pop(path, None)
 
     def _project(self, root: str | None) -> jedi.Project | None:
         if root is None:
