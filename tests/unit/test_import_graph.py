@@ -28,7 +28,7 @@ TOP_LAYERS = [
     {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)
     {"spec_lsp.engine"},
     {"spec_lsp.server", "spec_lsp.doctor"},
-    {"spec_lsp.commands"},
+    {"spec_lsp.commands", "spec_lsp.benchmarks"},  # (what `spec-lsp models|bench|...` run)
     {"spec_lsp.cli"},
 ]
 # Inside the engine, lowest first (the request path reads upwards through them).
