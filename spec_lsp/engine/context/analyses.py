@@ -19,23 +19,11 @@ from typing import Any
 
 from spec_lsp.engine.context.stage import document_path
 from spec_lsp.prompts.guide.analysis import Analyser, Table
+from spec_lsp.textdiff import common_prefix
 
 log = logging.getLogger(__name__)
 PYTHON = (".py", ".pyi")
 SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
-
-
-def _common(a: str, b: str) -> int:
-    """The length of the common prefix of two texts."""
-    n = min(len(a), len(b))
-    lo, hi = 0, n
-    while lo < hi:  # (halving: C-speed comparisons of slices)
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 class Analyses:
@@ -71,7 +59,7 @@ class Analyses:
         with self._lock:
             version, old = self._texts.get(document_id, (0, ""))
             if old:  # (where it changed: analysed first)
-                self._near[document_id] = old[: _common(old, text)].count("\n") + 1
+                self._near[document_id] = old[: common_prefix(old, text)].count("\n") + 1
             self._texts[document_id] = (version + 1, text)
             if self.enabled:
                 self._queue(document_id)
