@@ -31,8 +31,9 @@ then the line's file is opened (its real URI) with the line emptied to its inden
    time and when the person comes back.
 
 Each protocol runs at each line once per context budget (`--budgets`, `contextTokens`: the
-settings given and 0 by default; 0 is no context block; the model not reloaded), the budgets
-taking turns going first from line to line; between runs every document is closed and the KV
+settings given and 0 by default; 0 is no context block; the model not reloaded), or with the
+guide on and off (`--guide`: names that exist, the context as set), the settings taking turns
+going first from line to line; between runs every document is closed and the KV
 emptied (crossfile.forget). Reported for each run: the exact line (crossfile.same_line),
 whether the answer's first line names the name, seconds to the answer, the context tokens and
 chunks of its prompt, the readiness: seconds from opening the file until the file's context
@@ -42,7 +43,7 @@ opening the file to the ask or the first key (5: each visit, until quiet). Per p
 exact lines with no context show what the model knows already.
 
     .venv/bin/python -m bench.context_time [--lines 42] [--protocols 1,2,3] \
-        [--budgets 640,320,0]
+        [--budgets 640,320,0 | --guide]
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ PROTOCOLS = {
     5: "back-and-forth",
 }
 NONE = "0"  # the budget without a context block: what the others are compared with
+GUIDE = ("on", "off")  # --guide: the settings compared (off: what on is compared with)
 READ_S = 5.0
 TYPE_READ_S = 10.0  # in the file before typing
 KEY_S = 0.150
@@ -111,7 +113,7 @@ class Run:
     """One protocol at one line under one setting."""
 
     protocol: str
-    setting: str  # the context budget (contextTokens)
+    setting: str  # the context budget (contextTokens), or the guide (on / off)
     text: str = ""  # the line answered (type: the typed text, then the answer's first line)
     typed: str = ""
     exact: bool = False
@@ -216,12 +218,17 @@ async def type_start(
     return await task
 
 
-async def run_protocol(server: Server, use: Use, root: Path, protocol: int, budget: int) -> Run:
+def update_for(setting: str) -> dict[str, Any]:
+    """The engine settings a run's `setting` stands for (a budget, or the guide on or off)."""
+    return {"guide": setting == "on"} if setting in GUIDE else {"context_tokens": int(setting)}
+
+
+async def run_protocol(server: Server, use: Use, root: Path, protocol: int, setting: str) -> Run:
     """The defining module in a tab, then the line's file opened (didOpen, the line emptied),
-    the reading and the ask (or the typing) of `protocol`, with `budget` context tokens; then
+    the reading and the ask (or the typing) of `protocol`, under `setting` (update_for); then
     every document closed and the KV emptied."""
     async with server.paused():
-        wanted = server.settings.model_copy(update={"context_tokens": budget})
+        wanted = server.settings.model_copy(update=update_for(setting))
         await server.scheduler.run(lambda: server.engine.update_settings(wanted))
     tab = root.parent / use.source
     module = server.request(tab.as_uri(), tab.name, "", tab.read_text(encoding="utf-8"))
@@ -233,7 +240,7 @@ async def run_protocol(server: Server, use: Use, root: Path, protocol: int, budg
     cpu = time.process_time()
     server.open(request)
     await read(server, protocol)
-    run = Run(PROTOCOLS[protocol], str(budget))
+    run = Run(PROTOCOLS[protocol], setting)
     run.cpu_s = time.process_time() - cpu
     if protocol == 5:  # the module in view, then the file again: its second visit
         server.focus(module)
@@ -272,9 +279,9 @@ async def ask_all(
     chosen: list[Use],
     roots: dict[str, Path],
     protocols: list[int],
-    budgets: list[int],
+    budgets: list[str],
 ) -> list[dict[str, Any]]:
-    """Every protocol at every line under every budget (their order turning by line)."""
+    """Every protocol at every line under every setting (their order turning by line)."""
     results = []
     for n, use in enumerate(chosen):
         runs = []
@@ -316,15 +323,29 @@ def times(value: float | None, base: float | None) -> str:
 
 
 def settings_of(runs: list[dict[str, Any]]) -> list[str]:
-    """The budgets the runs were made with, largest first (0, no context, last)."""
-    return sorted({r["setting"] for r in runs}, key=lambda b: -int(b))
+    """The settings the runs were made with, the base last: budgets largest first (0, no
+    context, last), or the guide on, then off."""
+    return sorted(
+        {r["setting"] for r in runs}, key=lambda b: GUIDE.index(b) if b in GUIDE else -int(b)
+    )
+
+
+def dimension(settings: list[str]) -> str:
+    """What the settings compared are: the guide, or context budgets."""
+    return "guide" if set(settings) <= set(GUIDE) else "contextTokens"
+
+
+def base_of(settings: list[str]) -> str:
+    """What the other settings are compared with: the guide off, or no context."""
+    return "off" if "off" in settings else NONE
 
 
 def summary_rows(protocol: str, runs: list[dict[str, Any]]) -> list[str]:
     """A protocol's rows, one per budget, each against no context (budget 0)."""
     of = [r for r in runs if r["protocol"] == protocol]
     by = {s: [r for r in of if r["setting"] == s] for s in settings_of(of)}
-    base = by.get(NONE, [])
+    base_setting = base_of(list(by))
+    base = by.get(base_setting, [])
     base_exact = sum(r["exact"] for r in base)
     base_p50 = quantile([r["seconds"] for r in base], 0.5)
     rows = []
@@ -338,9 +359,9 @@ def summary_rows(protocol: str, runs: list[dict[str, Any]]) -> list[str]:
         ratio = f"{exact / base_exact:.2f}x" if base_exact else f"{exact} vs 0"
         rows.append(
             f"| {protocol} | {setting} | {exact}/{total} | "
-            f"{ratio if setting != NONE else ''} | {named}/{total} | "
+            f"{ratio if setting != base_setting else ''} | {named}/{total} | "
             f"{seconds(p50)} / {seconds(p90)} | "
-            f"{times(p50, base_p50) if setting != NONE else ''} | "
+            f"{times(p50, base_p50) if setting != base_setting else ''} | "
             f"{len(ready)}/{total} | {seconds(quantile(ready, 0.5))} | "
             f"{seconds(cpu)} | {seconds(quantile(back, 0.5)) if back else ''} | "
             f"{statistics.median([r['context_tokens'] for r in group] or [0]):.0f} | "
@@ -356,8 +377,8 @@ def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> 
     rows = [
         header,
         "",
-        "| protocol | contextTokens | exact | against 0 | name used | time p50 / p90 (s) | "
-        "p50 against 0 | context in the KV before the ask | readiness p50 (s) | "
+        f"| protocol | {dimension(budgets)} | exact | against {base_of(budgets)} | name used | "
+        f"time p50 / p90 (s) | p50 against {base_of(budgets)} | context in the KV before the ask | readiness p50 (s) | "
         "CPU per focus p50 (s) | CPU, second visit p50 (s) | context tokens p50 | "
         "answered early |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -386,7 +407,8 @@ def render(results: list[dict[str, Any]], protocols: list[str], header: str) -> 
         rows.append(f"| {package} | {len(group)} | " + " | ".join(map(str, counts)) + " |")
     rows += [
         "",
-        f"Every line: exact (✓) or not (·) at contextTokens {' / '.join(budgets)}, per protocol; "
+        f"Every line: exact (✓) or not (·) at {dimension(budgets)} {' / '.join(budgets)}, per "
+        "protocol; "
         f"the readiness (s, at {budgets[0]}; - : not before the ask).",
         "",
         "| # | line | uses | defined in | "
@@ -444,7 +466,14 @@ def main() -> None:
         default=None,
         help="contextTokens to compare, e.g. 640,320,0 (default: the settings' and 0)",
     )
+    parser.add_argument(
+        "--guide",
+        action="store_true",
+        help="compare the guide on and off (contextTokens as set) instead of budgets",
+    )
     args = parser.parse_args()
+    if args.guide and args.budgets:
+        raise SystemExit("--guide compares the guide at the budget set: not with --budgets")
     protocols = [int(p) for p in args.protocols.split(",")]
     if not set(protocols) <= set(PROTOCOLS):
         raise SystemExit(f"--protocols: of {', '.join(map(str, PROTOCOLS))}")
@@ -458,9 +487,19 @@ def main() -> None:
     )
     engine, extra = loaded_engine(args)
     model = engine.models.target.info.path
-    budgets = sorted(
-        {int(b) for b in (args.budgets or f"{engine.settings.context_tokens},0").split(",")},
-        reverse=True,
+    budgets = (
+        list(GUIDE)
+        if args.guide
+        else [
+            str(b)
+            for b in sorted(
+                {
+                    int(b)
+                    for b in (args.budgets or f"{engine.settings.context_tokens},0").split(",")
+                },
+                reverse=True,
+            )
+        ]
     )
     server = Server(engine, engine.settings)
     try:
@@ -472,7 +511,7 @@ def main() -> None:
         f"# Context and time: {machine(model)}\n\n"
         f"`python -m bench.context_time {' '.join(_argv_shown(args))}`; "
         f"{len(results)} lines (per package) of {versions}; settings: {extra or 'defaults'}, "
-        f"contextTokens {', '.join(map(str, budgets))}. Protocols: 1 open, read {READ_S:g} s, "
+        f"{dimension(budgets)} {', '.join(budgets)}. Protocols: 1 open, read {READ_S:g} s, "
         f"ask; 2 open, {TYPE_READ_S:g} s, type the line's first characters at "
         f"{KEY_S * 1000:g} ms a key (Automatic requests), the last key's answer; 3 open, read "
         f"until quiet, ask; 4 type from the moment the file opens; 5 open, read until quiet, "
@@ -495,6 +534,7 @@ def main() -> None:
 def _argv_shown(args: argparse.Namespace) -> list[str]:
     shown = [f"--lines {args.lines}", f"--protocols {args.protocols}"]
     shown += [f"--budgets {args.budgets}"] if args.budgets else []
+    shown += ["--guide"] if args.guide else []
     shown += [f"--seed {args.seed}"] if args.seed else []
     shown += [f"--packages {' '.join(args.packages)}"] if args.packages != PACKAGES else []
     shown += [f"--model {args.model}"] if args.model else []

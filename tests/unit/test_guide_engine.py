@@ -76,3 +76,18 @@ def test_unresolved_receivers_and_unprepared_files_are_left_alone(tmp_path):
     late.document_changed(uri, DOCUMENT)
     found = ask(late, uri)
     assert first_name(found.text) not in MEMBERS and found.stats.guide_unprepared == 1
+
+
+def test_the_analysis_waits_while_a_request_decodes(tmp_path):
+    root = workspace(tmp_path)
+    uri = (root / "pkg" / "main.py").as_uri()
+    engine = engine_at(root)
+    analyses = engine.stores.analyses
+    engine.document_changed(uri, DOCUMENT)
+    assert analyses.wait(uri, 60)  # (Jedi warm: the next analysis takes well under a second)
+    with analyses.serving():
+        engine.document_changed(uri, DOCUMENT + "\n")
+        assert not analyses.wait(uri, 3)  # (stopped at its first receiver)
+    assert analyses.wait(uri, 60)
+    table = analyses.table(uri)
+    assert table is not None and table.seconds < 3  # (the wait is not the analysis's time)

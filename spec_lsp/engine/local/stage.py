@@ -103,7 +103,14 @@ class LocalStage:
 
     # -- a request ---------------------------------------------------------------------------
     def complete(self, answer: Answer) -> str | None:
-        """The generated text (None: nothing to ask, the prompt is empty)."""
+        """The generated text (None: nothing to ask, the prompt is empty). While a person
+        waits for it, the guide's analysis waits (a precomputed answer is idle work)."""
+        if answer.kind == "precompute":
+            return self._complete(answer)
+        with self.stores.analyses.serving():
+            return self._complete(answer)
+
+    def _complete(self, answer: Answer) -> str | None:
         request, stats, stores = answer.request, answer.stats, self.stores
         prompt = self.prompt(request)
         if not prompt.tokens:  # nothing before the cursor and no FIM template to hold the rest

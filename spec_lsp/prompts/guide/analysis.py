@@ -135,9 +135,12 @@ class Analyser:
         near_line: int = 0,
         earlier: Table | None = None,
         cancelled: Callable[[], bool] = lambda: False,
+        paused: Callable[[], float] = lambda: 0.0,
     ) -> Table:
+        """`paused`, called between receivers, returns once the analysis may go on (the
+        seconds it waited: not counted in the time budget nor in the table's time)."""
         with _JEDI:
-            return self._analyse(text, version, path, root, near_line, earlier, cancelled)
+            return self._analyse(text, version, path, root, near_line, earlier, (cancelled, paused))
 
     def _analyse(
         self,
@@ -147,8 +150,9 @@ class Analyser:
         root: str | None,
         near_line: int,
         earlier: Table | None,
-        cancelled: Callable[[], bool],
+        hooks: tuple[Callable[[], bool], Callable[[], float]],
     ) -> Table:
+        cancelled, paused = hooks
         started = time.perf_counter()
         script = jedi.Script(code=text, path=path, project=self._project(root))
         table = Table(version)
@@ -156,6 +160,7 @@ class Analyser:
         module_names = _module_level_names(script)
         shared: dict[frozenset[str], frozenset[str]] = {}  # (one copy of each member set)
         for occurrence in todo:
+            started += paused()
             if cancelled() or time.perf_counter() - started > self.budget_seconds:
                 break
             members = _members(script, occurrence)
