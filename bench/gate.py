@@ -23,6 +23,13 @@ add rows to each set with `--replay`.
     spec-lsp bench gate [--model M.gguf]   # asks (~25 min on 2 cores for Qwen 1.5B), reports
     spec-lsp bench gate --refit            # again from the saved asks
     spec-lsp bench gate --fit              # ... and stores the weights for the model
+    spec-lsp bench gate --guided           # the judge set asked again with the guide at work
+
+`--guided`: the judge set's places asked again with each module open in the engine (its text
+with the place's edit) and its analysis ready, so that the guide (names that exist) masks
+where it resolves a receiver and the gate reads the guided probabilities; the model and
+threshold fitted and chosen as before (on the saved fit and choose asks), the judge figures
+from the guided asks (`gate-guided.md`).
 """
 
 from __future__ import annotations
@@ -120,16 +127,25 @@ def good(shown: str, row: dict[str, Any]) -> bool:
     return bool(first.strip()) and row["expected"].startswith(first)
 
 
-def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, Any]]:
-    """Each place asked once (Automatic), with what the gate would read of the answer."""
+def ask(
+    asked_at: list[dict[str, str]], settings: Settings, *, guided: bool = False
+) -> list[dict[str, Any]]:
+    """Each place asked once (Automatic), with what the gate would read of the answer;
+    `guided`: the module open with the place's text and analysed first (the guide at work)."""
     engine = gate_replay.loaded(settings)
+    engine.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
     asked = []
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
     try:
         for n, place in enumerate(asked_at, 1):
+            document = (stdlib / place["module"]).as_uri() if guided else ""
+            if guided:
+                engine.document_changed(document, place["prefix"] + place["suffix"])
+                engine.analyses.wait(document, 120)
             request = CompletionRequest(
                 prefix=place["prefix"],
                 suffix=place["suffix"],
-                document_id=f"bench://{place['module']}",
+                document_id=document or f"bench://{place['module']}",
                 file_name=place["module"],
                 language="python",
                 max_tokens=48,
@@ -148,6 +164,8 @@ def ask(asked_at: list[dict[str, str]], settings: Settings) -> list[dict[str, An
                     "good": good(completion.text, place),
                     "exact": completion.text.strip() == place["expected"].strip(),
                     "seconds": time.perf_counter() - started,
+                    "masked": completion.stats.guide_masked,
+                    "changed": completion.stats.guide_changed,
                 }
             )
             log(f"{n:3d}/{len(asked_at)} good={asked[-1]['good']} {place['expected'][:50]!r}")
@@ -376,8 +394,16 @@ def main() -> None:
     parser.add_argument(
         "--timing", type=int, default=0, metavar="N", help="only: the cost at N places"
     )
+    parser.add_argument(
+        "--guided", action="store_true", help="the judge set again with the guide at work"
+    )
     args = parser.parse_args()
     raw = args.out.with_suffix(".json.gz")
+    if args.guided:
+        text = guided_judge(read_results(raw), ask_settings(args))
+        args.out.with_name(args.out.name + "-guided.md").write_text(text)
+        print(text)
+        return
     if args.timing:
         cost = timing(places(JUDGE, args.per_module)[: args.timing], ask_settings(args))
         args.out.with_name(args.out.name + "-cost.md").write_text(cost)
@@ -401,6 +427,22 @@ def main() -> None:
     if args.fit:
         path = gate_weights.save(gate_weights.model_key(data["model"]), model)
         log(f"weights for {Path(data['model']).name} stored in {path}")
+
+
+def guided_judge(data: dict[str, Any], settings: Settings) -> str:
+    """The report with the judge set asked again with the guide at work (fit and choose as
+    saved), and what the guide did there."""
+    asked = ask(places(JUDGE, data.get("per_module", LINES_PER_MODULE)), settings, guided=True)
+    text, _model = report({**data, "judge": asked}, refit=True)
+    masked = sum(r["masked"] > 0 for r in asked)
+    changed = sum(r["changed"] > 0 for r in asked)
+    same = sum(a["text"] == b["text"] for a, b in zip(asked, data["judge"], strict=False))
+    return (
+        text.replace("`spec-lsp bench gate --refit`", "`spec-lsp bench gate --guided`", 1)
+        + f"\nThe judge set asked with the guide at work: {masked} of {len(asked)} answers "
+        f"masked somewhere, {changed} changed by the mask; {same} answers the same text as "
+        "the saved unguided asks.\n"
+    )
 
 
 def model_path(settings: Settings) -> str:

@@ -13,7 +13,20 @@ prompt:
 
 - off: `guide: false`;
 - on: `guide: true` (hard mask where the member set is complete, nothing elsewhere);
-- on+bias: `guide: true, guideBias: 100` (incomplete sets masked too, in effect).
+- on+bias: `guide: true, guideBias: 100` (incomplete sets masked too, in effect);
+- plain: plain llama-cpp-python FIM with the same model (places.Plain: the engine's window and
+  FIM template, `create_completion`, greedy), the same prompt;
+- plain+mask: the same with its logits masked to Jedi's completions there (every resolved
+  receiver, complete or not, where a name is defined too) until the first name is written;
+  `--plain-bias B` adds plain+bias=B: the other tokens lowered by B instead.
+
+A name that is not a member counts as defined, not as used, where the receiver opens the
+statement and the name is followed by `=` or `:` (`self.x = ...`: a new attribute).
+
+`--set`: the files. `report` (the default) is the set the figures are reported on; `fit` and
+`choose` are other standard-library modules (SPLIT_RULE) for choosing what the guide does
+before the report set is run. `--definitions`: only the places where a name may be defined
+(`self.`/`cls.` opening a statement in `__init__` and its kin), where the guide masks nothing.
 
 `--speed N`: N of the cases again, 48 tokens multi-line, guide on and off back to back in
 alternating order: decode tokens per second (the ratio per pair) and the symbol drafts.
@@ -24,6 +37,7 @@ from __future__ import annotations
 import argparse
 import io
 import keyword
+import re
 import statistics
 import sysconfig
 import time
@@ -32,10 +46,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bench.common import geomean, log, read_results
-from bench.places import engine_options, loaded_engine, machine, report
+from bench.places import Plain, engine_options, machine, report, with_plain
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
 from spec_lsp.prompts.guide import scopes
+from spec_lsp.prompts.guide.monitor import DEFINING
+from spec_lsp.prompts.guide.names import NameTokens
 
 ROOT = Path(__file__).resolve().parents[2]
 STDLIB = (
@@ -57,7 +75,13 @@ PACKAGES = (
     "pygments/lexer.py",
 )
 VARIANTS = {"off": (False, 0.0), "on": (True, 0.0), "on+bias": (True, 100.0)}
+PLAIN = ("plain", "plain+mask")
 SKIP_LINES = 30
+SPLIT_MIN_LINES = 1000
+# fit / choose: the standard library's modules (top level, or a package's __init__) of at least
+# SPLIT_MIN_LINES lines, not private (`_`), not the report set's, by path: alternately fit, choose
+SPLIT_RULE = "stdlib modules of 1,000+ lines, not private, not the report set's, alternately"
+DEFINED = re.compile(r"[ \t]*(?:=(?!=)|:)")  # after a name: it is being assigned (defined)
 
 
 @dataclass(frozen=True)
@@ -68,6 +92,23 @@ class Case:
     expected: str
     cut: str  # the file up to and including the `.`
     document: str  # the file as the editor holds it: the cut, then the lines after its line
+
+    @property
+    def statement_start(self) -> bool:
+        """The receiver opens the statement (the name after it may be assigned)."""
+        return self.cut[self.cut.rfind("\n") + 1 :].strip() == self.receiver + "."
+
+    @property
+    def defining(self) -> bool:
+        """`self.`/`cls.` opening a statement where attributes are made (the guide's DEFINING
+        scopes): maybe a new attribute, so the guide masks nothing there."""
+        scope = scopes.at_end(self.cut)
+        return (
+            self.statement_start
+            and self.receiver in ("self", "cls")
+            and bool(scope)
+            and scope[-1] in DEFINING
+        )
 
 
 def candidates(path: Path) -> list[Case]:
@@ -123,6 +164,80 @@ def first_name(text: str) -> str:
     return text[:n]
 
 
+def split_files(which: str) -> list[Path]:
+    """The files of a set: `report` (STDLIB and PACKAGES), or `fit`/`choose` (SPLIT_RULE)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    if which == "report":
+        site = Path(sysconfig.get_paths()["purelib"])
+        return [stdlib / f for f in STDLIB] + [site / f for f in PACKAGES]
+    found = [
+        path
+        for path in sorted(stdlib.glob("*.py")) + sorted(stdlib.glob("*/__init__.py"))
+        if not path.relative_to(stdlib).as_posix().startswith("_")
+        and path.relative_to(stdlib).as_posix() not in STDLIB
+        and path.read_text(encoding="utf-8", errors="replace").count("\n") >= SPLIT_MIN_LINES
+    ]
+    return found[0::2] if which == "fit" else found[1::2]
+
+
+def outcome(case: Case, text: str, names: frozenset[str]) -> dict[str, Any]:
+    """What a variant wrote: its first name, right or not, not a member (used or defined)."""
+    name = first_name(text)
+    unknown = bool(name) and name not in names
+    defined = unknown and case.statement_start and bool(DEFINED.match(text[len(name) :]))
+    return {
+        "name": name,
+        "text": text[:48],
+        "right": name == case.expected,
+        "unknown": unknown,
+        "defined": defined,
+    }
+
+
+class FirstName:
+    """A llama-cpp-python logits processor: until the first name is written, the tokens that
+    do not begin, continue or end one of `names` are dropped (`bias` None) or lowered by
+    `bias`."""
+
+    def __init__(self, index: NameTokens, names: frozenset[str], bias: float | None) -> None:
+        self.index, self.names, self.bias = index, names, bias
+        self.start: int | None = None  # the prompt's length: the first call's
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        if self.start is None:
+            self.start = len(input_ids)
+        pieces = self.index.pieces
+        text = b"".join(pieces[t] for t in input_ids[self.start :]).decode("utf-8", "replace")
+        if first_name(text) != text:  # (the name has ended)
+            return scores
+        keep = self.index.allowed(text, self.names)
+        if not keep.any():
+            return scores
+        if self.bias is None:
+            return np.where(keep, scores, -np.inf).astype(scores.dtype)
+        return np.where(keep, scores, scores - self.bias).astype(scores.dtype)
+
+
+def plain_index(plain: Plain) -> NameTokens:
+    """The name index over plain llama-cpp-python's vocabulary (each token's text)."""
+    llm = plain.llm
+    return NameTokens([llm.detokenize([t]) for t in range(llm.n_vocab())])
+
+
+def ask_plain(
+    plain: Plain, index: NameTokens, case: Case, names: frozenset[str], variant: str
+) -> str:
+    """Plain llama-cpp-python at the case, 12 tokens, its first name masked as `variant` says."""
+    processor = None
+    if variant != "plain":
+        bias = None if variant == "plain+mask" else float(variant.split("=", 1)[1])
+        processor = [FirstName(index, names, bias)]
+    text, _seconds = plain.complete(
+        case.cut, "", file_name=Path(case.path).name, max_tokens=12, logits_processor=processor
+    )
+    return str(text)
+
+
 def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
     request = CompletionRequest(
         case.cut,
@@ -160,7 +275,11 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
 
 
 def run_case(
-    engine: Engine, case: Case, found: tuple[frozenset[str], bool, float]
+    engine: Engine,
+    case: Case,
+    found: tuple[frozenset[str], bool, float],
+    variants: list[str],
+    plain: tuple[Plain, NameTokens] | None,
 ) -> dict[str, Any]:
     names, complete, seconds = found
     row: dict[str, Any] = {
@@ -169,20 +288,19 @@ def run_case(
         "receiver": case.receiver,
         "expected": case.expected,
         "complete": complete,
+        "defining": case.defining,
         "expected_known": case.expected in names,
         "analysis_s": seconds,
     }
-    for variant in VARIANTS:
-        set_variant(engine, variant)
-        got = ask(engine, case, tokens=12, multiline=False)
-        name = first_name(got.text)
-        row[variant] = {
-            "name": name,
-            "right": name == case.expected,
-            "unknown": bool(name) and name not in names,
-            "masked": got.stats.guide_masked,
-            "changed": got.stats.guide_changed,
-        }
+    for variant in variants:
+        if variant in VARIANTS:
+            set_variant(engine, variant)
+            got = ask(engine, case, tokens=12, multiline=False)
+            row[variant] = outcome(case, got.text, names)
+            row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)
+        elif plain is not None:
+            text = ask_plain(*plain, case, names, variant)
+            row[variant] = {**outcome(case, text, names), "masked": 0, "changed": 0}
     engine.document_closed(Path(case.path).as_uri())
     return row
 
@@ -213,26 +331,32 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
     out = [
         head,
         "",
-        "| cases | variant | right | wrong, not a member | wrong, a member | masked (cases) | "
-        "changed (cases) |",
-        "|---|---|---|---|---|---|---|",
+        "| cases | variant | right | wrong, a name used that is not a member | wrong, a new "
+        "attribute defined | wrong, another member or none | masked (cases) | changed (cases) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     groups = [
         ("all", rows),
         ("complete", [r for r in rows if r["complete"]]),
         ("incomplete", [r for r in rows if not r["complete"]]),
+        ("where a name may be defined", [r for r in rows if r.get("defining")]),
     ]
     if not rows:  # (--speed-only)
         out = [head]
+    variants = [v for v in rows[0] if v in VARIANTS or v.startswith("plain")] if rows else []
     for label, group in groups if rows else []:
-        for variant in VARIANTS:
+        for variant in variants:
             cells = [r[variant] for r in group]
-            invented = sum(c["unknown"] and not c["right"] for c in cells)
-            other = sum(not c["unknown"] and not c["right"] for c in cells)
+            wrong = [c for c in cells if not c["right"]]
+            defined = sum(bool(c.get("defined")) for c in wrong)
+            used = sum(c["unknown"] for c in wrong) - defined
+            other = sum(not c["unknown"] for c in wrong)
+            engine = variant in VARIANTS
             out.append(
                 f"| {label} ({len(group)}) | {variant} | {sum(c['right'] for c in cells)} | "
-                f"{invented} | {other} | {sum(c['masked'] > 0 for c in cells)} | "
-                f"{sum(c['changed'] > 0 for c in cells)} |"
+                f"{used} | {defined} | {other} | "
+                f"{sum(c['masked'] > 0 for c in cells) if engine else ''} | "
+                f"{sum(c['changed'] > 0 for c in cells) if engine else ''} |"
             )
     seconds = sorted(r["analysis_s"] for r in rows)
     if seconds:
@@ -242,7 +366,10 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
             f"(at most 12 receivers per run here). Expected name among Jedi's members: "
             f"{sum(r['expected_known'] for r in rows)}/{len(rows)} (the others: an attribute made "
             "on the line being written, or a member Jedi does not see). Not a member: a name "
-            "written that is not among Jedi's members there; a member: another one, or none written.",
+            "written that is not among Jedi's members there; defined: such a name opening a "
+            "statement and assigned (`self.x = ...`); another member: a member that is not the "
+            "file's, or no name written. plain: plain llama-cpp-python FIM, the same model and "
+            "prompt; plain+mask: its first name masked to Jedi's members.",
         ]
     if fast and fast["pairs"]:
         r = fast["ratios"]
@@ -271,16 +398,28 @@ def main() -> None:
         "--speed-only", action="store_true", help="the speed part alone (no quality asks)"
     )
     parser.add_argument("--render", action="store_true", help="the table again from --out's runs")
+    parser.add_argument(
+        "--set", choices=("report", "fit", "choose"), default="report", help="the files"
+    )
+    parser.add_argument(
+        "--definitions", action="store_true", help="only where a name may be defined"
+    )
+    parser.add_argument(
+        "--variants", nargs="+", choices=[*VARIANTS, *PLAIN], default=[*VARIANTS, *PLAIN]
+    )
+    parser.add_argument(
+        "--plain-bias", type=float, nargs="*", default=[], help="plain+bias=B variants"
+    )
     args = parser.parse_args()
     if args.render:
         saved = read_results(Path(args.out).with_suffix(".json.gz"))
         head = Path(args.out).read_text().split("\n\n| cases")[0]
         print(render(saved["rows"], saved["speed"], head), end="")
         return
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    site = Path(sysconfig.get_paths()["purelib"])
-    files = [stdlib / f for f in STDLIB] + [site / f for f in PACKAGES]
-    engine, extra = loaded_engine(args)
+    files = split_files(args.set)
+    variants = [*args.variants, *(f"plain+bias={b:g}" for b in args.plain_bias)]
+    engine, plain, extra = with_plain(args)
+    index = plain_index(plain) if any(v.startswith("plain") for v in variants) else None
     engine.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
     rows: list[dict[str, Any]] = []
     timed: list[Case] = []
@@ -290,7 +429,10 @@ def main() -> None:
             log(f"{path}: not installed, skipped")
             continue
         kept = 0
-        for case in spread(candidates(path), args.per_file * 3):
+        found_here = candidates(path)
+        if args.definitions:
+            found_here = [c for c in found_here if c.defining]
+        for case in spread(found_here, args.per_file * 3):
             if kept >= args.per_file:
                 break
             found = resolved(engine, case)
@@ -305,16 +447,19 @@ def main() -> None:
                 if kept >= 2:
                     break
                 continue
-            rows.append(run_case(engine, case, found))
+            rows.append(run_case(engine, case, found, variants, (plain, index) if index else None))
             log(
                 f"{len(rows)} {path.name}:{case.line} {case.receiver}.{case.expected} -> "
-                + ", ".join(f"{v}={rows[-1][v]['name']}" for v in VARIANTS)
+                + ", ".join(f"{v}={rows[-1][v]['text']!r}" for v in variants)
             )
     fast = speed(engine, timed[: args.speed]) if args.speed else None
     title = machine(engine.models.target.info.path)
     head = (
         f"# Next identifier at dereferences: {title}\n\n`spec-lsp bench names"
         f"{' --per-file ' + str(args.per_file) if args.per_file != 8 else ''}"
+        f"{' --set ' + args.set if args.set != 'report' else ''}"
+        f"{' --definitions' if args.definitions else ''}"
+        f"{' --plain-bias ' + ' '.join(f'{b:g}' for b in args.plain_bias) if args.plain_bias else ''}"
         f"{f' --speed-only --speed {args.speed}' if args.speed_only else ''}`; settings: "
         f"{extra or 'defaults'}; {len(rows)} cases in {len(files)} files "
         f"({time.perf_counter() - started:.0f} s)."

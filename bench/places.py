@@ -129,9 +129,13 @@ class Plain:
         *,
         file_name: str = "",
         before: Sequence[fim.Segment] = (),
+        max_tokens: int = 64,
+        logits_processor: Any = None,
     ) -> tuple[str, float]:
         """(the line, seconds to it); `file_name` as the template places it, `before`: what
-        goes in front of the FIM prompt (other files, in the model's repository format)."""
+        goes in front of the FIM prompt (other files, in the model's repository format);
+        `logits_processor`: llama-cpp-python's, called with the tokens so far (the prompt's
+        included) and each row of logits."""
         started = time.perf_counter()
         count = lambda text: len(self.llm.tokenize(text.encode(), add_bos=False))  # noqa: E731
         pre, suf = window.window(
@@ -148,7 +152,13 @@ class Plain:
                 segment.text.encode(), add_bos=False, special=segment.special
             )
         out = self.llm.create_completion(
-            tokens, max_tokens=64, temperature=0.0, top_k=1, repeat_penalty=1.0, stop=["\n"]
+            tokens,
+            max_tokens=max_tokens,
+            temperature=0.0,
+            top_k=1,
+            repeat_penalty=1.0,
+            stop=["\n"],
+            logits_processor=logits_processor,
         )
         return out["choices"][0]["text"], time.perf_counter() - started
 

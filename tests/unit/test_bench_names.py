@@ -1,0 +1,77 @@
+"""The names benchmark's own rules: its sets, where a name may be defined, what it counts, and
+the mask it puts on plain llama-cpp-python."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.context_time import GUIDE, base_of, settings_of
+from bench.names import STDLIB, Case, FirstName, outcome, render, split_files
+from spec_lsp.prompts.guide.names import NameTokens
+
+INIT = "class C:\n    def __init__(self, x):\n        self."
+USE = "class C:\n    def run(self):\n        return self."
+
+
+def case(cut: str, expected: str = "x") -> Case:
+    return Case("m.py", cut.count("\n") + 1, "self", expected, cut, cut)
+
+
+def test_the_three_sets_share_no_file() -> None:
+    fit, choose, held = (set(split_files(s)) for s in ("fit", "choose", "report"))
+    assert len(fit) >= 8 and len(choose) >= 8 and len(held) == 14
+    assert not fit & choose and not (fit | choose) & held
+    assert not any(p.as_posix().endswith(STDLIB) for p in fit | choose)
+
+
+def test_a_new_attribute_is_defined_not_used() -> None:
+    names = frozenset({"x", "y"})
+    assert case(INIT).defining and not case(USE).defining
+    assert outcome(case(INIT), "z = x", names)["defined"]
+    assert outcome(case(INIT), "z: int = x", names)["defined"]
+    used = outcome(case(INIT), "z.append(1)", names)
+    assert used["unknown"] and not used["defined"]
+    assert not outcome(case(INIT), "z == x", names)["defined"]
+    assert not outcome(case(USE), "z = 1", names)["defined"]  # (not opening the statement)
+    assert outcome(case(INIT), "x = x", names)["right"]
+
+
+def test_the_table_counts_used_and_defined_names_apart() -> None:
+    rows = [
+        {
+            "complete": True,
+            "defining": True,
+            "analysis_s": 0.1,
+            "expected_known": True,
+            "on": {"right": False, "unknown": True, "defined": True, "masked": 0, "changed": 0},
+            "plain": {"right": False, "unknown": True, "defined": False, "masked": 0},
+        }
+    ]
+    table = render(rows, None, "# t")
+    assert "| all (1) | on | 0 | 0 | 1 | 0 | 0 | 0 |" in table
+    assert "| all (1) | plain | 0 | 1 | 0 | 0 |  |  |" in table
+
+
+def test_plain_masked_writes_only_members_until_the_name_ends() -> None:
+    pieces = [b"get", b"_w", b"adl", b"_application", b"(", b"x", b".", b"foo"]
+    index = NameTokens(pieces)
+    mask = FirstName(index, frozenset({"get_wadl_application"}), None)
+    prompt = np.array([6, 6], dtype=np.intc)  # (the prompt: two tokens)
+    scores = np.zeros(len(pieces), dtype=np.single)
+    first = mask(prompt, scores)
+    assert np.isfinite(first).tolist() == [True, False, False, False, False, False, False, False]
+    after = mask(np.array([6, 6, 0, 1, 2], dtype=np.intc), scores)  # `get_wadl` written
+    assert np.isfinite(after)[3] and not np.isfinite(after)[4]
+    done = mask(np.array([6, 6, 0, 1, 2, 3], dtype=np.intc), scores)  # the name whole
+    assert np.isfinite(done)[4]  # (`(` ends it)
+    ended = mask(np.array([6, 6, 0, 1, 2, 3, 4], dtype=np.intc), scores)
+    assert np.isfinite(ended).all()  # (past the name: nothing masked)
+    biased = FirstName(index, frozenset({"get_wadl_application"}), 3.0)(prompt, scores)
+    assert biased[0] == 0 and biased[7] == -3
+
+
+def test_context_time_compares_the_guide_against_off() -> None:
+    runs = [{"setting": s} for s in ("off", "on")]
+    assert settings_of(runs) == list(GUIDE) and base_of(list(GUIDE)) == "off"
+    assert settings_of([{"setting": s} for s in ("0", "640")]) == ["640", "0"]
+    assert base_of(["640", "0"]) == "0"
