@@ -3,11 +3,13 @@ monitor's masks, on small vocabularies and a workspace written here."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from spec_lsp.prompts.guide import scopes, trigger
-from spec_lsp.prompts.guide.analysis import Analyser, Members, Table
+from spec_lsp.prompts.guide.analysis import Analyser, Hooks, Members, Table
 from spec_lsp.prompts.guide.monitor import Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
@@ -200,3 +202,39 @@ def test_a_signature_spread_over_lines_is_still_the_scope():
     )
     assert scopes.at_end(text) == ("class Environment", "def __init__")
     assert list(scopes.each_line(text.split("\n")))[-1] == ("class Environment", "def __init__")
+
+
+def test_what_is_ready_is_published_while_the_analysis_goes_on():
+    lines = ["import os"] + [f"v{i} = 'a'\nv{i}.upper()" for i in range(20)] + ["os.sep"]
+    text = "\n".join(lines)
+    published: list[Table] = []
+    final = Analyser().analyse(
+        text,
+        version=1,
+        path=None,
+        root=None,
+        near_line=text.count("\n") + 1,
+        hooks=Hooks(publish=published.append),
+    )
+    assert final.done and not final.partial
+    assert published and all(t.partial and t.version == 1 for t in published)
+    assert published[0].lookup((), "os") is not None  # (the receiver nearest the cursor: first)
+
+
+def test_a_partial_table_is_read_before_the_analysis_is_done(tmp_path):
+    from spec_lsp.engine.context.analyses import Analyses
+
+    analyses = Analyses()
+    analyses.delay_s = 30.0  # (the whole table published only after 30 s)
+    uri = (tmp_path / "m.py").as_uri()
+    text = "import os\n" + "".join(f"v{i} = 'a'\nv{i}.upper()\n" for i in range(20)) + "os."
+    analyses.set_enabled(True)
+    analyses.document_changed(uri, text)
+    deadline = time.monotonic() + 60
+    while analyses.table(uri) is None:
+        assert time.monotonic() < deadline, "nothing was published"
+        time.sleep(0.05)
+    table = analyses.table(uri)
+    assert table is not None and table.partial and not analyses.current(uri)
+    assert table.lookup((), "os") is not None
+    analyses.close()

@@ -50,6 +50,8 @@ Key = tuple[Scope, str]
 # engines in one process, a benchmark's and a test's): one analysis at a time
 _JEDI = threading.Lock()
 NEAR = 40  # lines either side of the cursor whose receivers are asked again after an edit
+FIRST = 8  # receivers (the nearest the cursor) after which what is ready is published
+EVERY_S = 2.0  # then at most this often
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,14 @@ class Table:
     members: dict[Key, Members] = field(default_factory=dict)
     seconds: float = 0.0  # time the analysis took
     done: bool = False  # every receiver found was analysed (not cut by the time budget)
+    partial: bool = False  # published while the analysis goes on
+
+    def merged(self, earlier: Table | None) -> Table:
+        """This table with what `earlier` answered and this one has not (yet)."""
+        if earlier is not None:
+            for key, members in earlier.members.items():
+                self.members.setdefault(key, members)
+        return self
 
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
         """The receiver's members in `scope` or the nearest enclosing scope that has them."""
@@ -81,6 +91,16 @@ class Table:
         sets = {id(m.names): m.names for m in self.members.values()}
         names = sum(len(n) for s in sets.values() for n in s) + 64 * sum(map(len, sets.values()))
         return names + 200 * len(self.members)
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the analysis's owner gives it: whether to stop, where to wait, and where to put
+    what is ready so far (a partial table: the receivers nearest the cursor come first)."""
+
+    cancelled: Callable[[], bool] = lambda: False
+    paused: Callable[[], float] = lambda: 0.0  # returns once it may go on: the seconds waited
+    publish: Callable[[Table], None] = lambda table: None
 
 
 @dataclass(frozen=True)
@@ -134,13 +154,13 @@ class Analyser:
         root: str | None,
         near_line: int = 0,
         earlier: Table | None = None,
-        cancelled: Callable[[], bool] = lambda: False,
-        paused: Callable[[], float] = lambda: 0.0,
+        hooks: Hooks = Hooks(),
     ) -> Table:
-        """`paused`, called between receivers, returns once the analysis may go on (the
-        seconds it waited: not counted in the time budget nor in the table's time)."""
+        """The table for `text`. Between receivers, `hooks.paused` (the seconds it waited are
+        not counted in the time budget nor in the table's time); after the FIRST receivers and
+        then every EVERY_S, `hooks.publish` with what is ready (`done` False)."""
         with _JEDI:
-            return self._analyse(text, version, path, root, near_line, earlier, (cancelled, paused))
+            return self._analyse(text, version, path, root, near_line, earlier, hooks)
 
     def _analyse(
         self,
@@ -150,18 +170,23 @@ class Analyser:
         root: str | None,
         near_line: int,
         earlier: Table | None,
-        hooks: tuple[Callable[[], bool], Callable[[], float]],
+        hooks: Hooks,
     ) -> Table:
-        cancelled, paused = hooks
         started = time.perf_counter()
         script = jedi.Script(code=text, path=path, project=self._project(root))
         table = Table(version)
         todo = self._order(text, near_line, earlier)
         module_names = _module_level_names(script)
         shared: dict[frozenset[str], frozenset[str]] = {}  # (one copy of each member set)
-        for occurrence in todo:
-            started += paused()
-            if cancelled() or time.perf_counter() - started > self.budget_seconds:
+        published = 0.0
+        for n, occurrence in enumerate(todo):
+            started += hooks.paused()
+            now = time.perf_counter()
+            if n >= FIRST and (published == 0.0 or now - published >= EVERY_S):
+                published = now
+                partial = Table(version, dict(table.members), now - started, partial=True)
+                hooks.publish(partial.merged(earlier))
+            if hooks.cancelled() or now - started > self.budget_seconds:
                 break
             members = _members(script, occurrence)
             if members is None:
@@ -173,11 +198,8 @@ class Analyser:
                 table.members.setdefault(((), occurrence.key[1]), members)
         else:
             table.done = True
-        if earlier is not None:  # what this run did not reach keeps the earlier answer
-            for key, members in earlier.members.items():
-                table.members.setdefault(key, members)
         table.seconds = time.perf_counter() - started
-        return table
+        return table.merged(earlier)  # (what this run did not reach keeps the earlier answer)
 
     def _order(self, text: str, near_line: int, earlier: Table | None) -> list[Occurrence]:
         """One occurrence per key: new keys first, then by distance from `near_line`. After an
