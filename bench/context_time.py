@@ -129,6 +129,8 @@ class Run:
     stop_reason: str = ""
     cpu_s: float = 0.0  # the process's CPU from opening the file to the ask (5: to quiet)
     cpu_back_s: float | None = None  # 5: from bringing the file into view again to quiet
+    guide_unprepared: int = 0  # the guide on and the file's analysis not ready at the ask
+    guide_masked: int = 0  # tokens the guide masked in the answer
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,6 +270,7 @@ async def run_protocol(server: Server, use: Use, root: Path, protocol: int, sett
         run.context_tokens = stats.context_tokens
         run.context_chunks = list(stats.context_chunks)
         run.stop_reason = stats.stop_reason
+        run.guide_unprepared, run.guide_masked = stats.guide_unprepared, stats.guide_masked
     run.exact = same_line(run.text, use.expected)
     run.uses_name = bool(re.search(rf"\b{re.escape(use.name)}\b", run.text))
     await forget(server, [tab.as_uri(), path.as_uri()])

@@ -437,11 +437,14 @@ def guided_judge(data: dict[str, Any], settings: Settings) -> str:
     masked = sum(r["masked"] > 0 for r in asked)
     changed = sum(r["changed"] > 0 for r in asked)
     same = sum(a["text"] == b["text"] for a, b in zip(asked, data["judge"], strict=False))
+    good = [sum(r["good"] for r in rows) for rows in (asked, data["judge"])]
+    exact = [sum(r["exact"] for r in rows) for rows in (asked, data["judge"])]
     return (
         text.replace("`spec-lsp bench gate --refit`", "`spec-lsp bench gate --guided`", 1)
         + f"\nThe judge set asked with the guide at work: {masked} of {len(asked)} answers "
         f"masked somewhere, {changed} changed by the mask; {same} answers the same text as "
-        "the saved unguided asks.\n"
+        f"the saved unguided asks. Good (the first line begins what was typed): {good[0]} "
+        f"with the guide, {good[1]} without; exact lines {exact[0]} and {exact[1]}.\n"
     )
 
 
