@@ -225,15 +225,21 @@ def plain_index(plain: Plain) -> NameTokens:
 
 
 def ask_plain(
-    plain: Plain, index: NameTokens, case: Case, names: frozenset[str], variant: str
+    plain: Plain,
+    index: NameTokens,
+    case: Case,
+    names: frozenset[str],
+    variant: str,
+    tokens: int = 12,
 ) -> str:
-    """Plain llama-cpp-python at the case, 12 tokens, its first name masked as `variant` says."""
+    """Plain llama-cpp-python at the case, `tokens` at most, its first name masked as `variant`
+    says."""
     processor = None
     if variant != "plain":
         bias = None if variant == "plain+mask" else float(variant.split("=", 1)[1])
         processor = [FirstName(index, names, bias)]
     text, _seconds = plain.complete(
-        case.cut, "", file_name=Path(case.path).name, max_tokens=12, logits_processor=processor
+        case.cut, "", file_name=Path(case.path).name, max_tokens=tokens, logits_processor=processor
     )
     return str(text)
 
@@ -280,6 +286,7 @@ def run_case(
     found: tuple[frozenset[str], bool, float],
     variants: list[str],
     plain: tuple[Plain, NameTokens] | None,
+    tokens: int = 12,
 ) -> dict[str, Any]:
     names, complete, seconds = found
     row: dict[str, Any] = {
@@ -295,11 +302,11 @@ def run_case(
     for variant in variants:
         if variant in VARIANTS:
             set_variant(engine, variant)
-            got = ask(engine, case, tokens=12, multiline=False)
+            got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
             row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)
         elif plain is not None:
-            text = ask_plain(*plain, case, names, variant)
+            text = ask_plain(*plain, case, names, variant, tokens)
             row[variant] = {**outcome(case, text, names), "masked": 0, "changed": 0}
     engine.document_closed(Path(case.path).as_uri())
     return row
@@ -410,6 +417,9 @@ def main() -> None:
     parser.add_argument(
         "--plain-bias", type=float, nargs="*", default=[], help="plain+bias=B variants"
     )
+    parser.add_argument(
+        "--tokens", type=int, default=12, help="tokens per ask (the first name is what counts)"
+    )
     args = parser.parse_args()
     if args.render:
         saved = read_results(Path(args.out).with_suffix(".json.gz"))
@@ -447,7 +457,8 @@ def main() -> None:
                 if kept >= 2:
                     break
                 continue
-            rows.append(run_case(engine, case, found, variants, (plain, index) if index else None))
+            pair = (plain, index) if index else None
+            rows.append(run_case(engine, case, found, variants, pair, args.tokens))
             log(
                 f"{len(rows)} {path.name}:{case.line} {case.receiver}.{case.expected} -> "
                 + ", ".join(f"{v}={rows[-1][v]['text']!r}" for v in variants)
@@ -459,6 +470,8 @@ def main() -> None:
         f"{' --per-file ' + str(args.per_file) if args.per_file != 8 else ''}"
         f"{' --set ' + args.set if args.set != 'report' else ''}"
         f"{' --definitions' if args.definitions else ''}"
+        f"{' --tokens ' + str(args.tokens) if args.tokens != 12 else ''}"
+        f"{' --variants ' + ' '.join(args.variants) if len(args.variants) < 5 else ''}"
         f"{' --plain-bias ' + ' '.join(f'{b:g}' for b in args.plain_bias) if args.plain_bias else ''}"
         f"{f' --speed-only --speed {args.speed}' if args.speed_only else ''}`; settings: "
         f"{extra or 'defaults'}; {len(rows)} cases in {len(files)} files "
