@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import geomean, log, read_results
+from bench.common import ROOT, geomean, log, read_results
 from bench.places import engine_options, loaded_engine, machine, report
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
 
-ROOT = Path(__file__).resolve().parents[2]
 STDLIB = (
     "argparse.py",
     "logging/__init__.py",
@@ -275,6 +274,7 @@ def options(
 ) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     if sources:
+        parser.add_argument("--set", choices=("choose", "judge"), default="choose")
         parser.add_argument(
             "--sources",
             default="~/.cache/spec-lsp/bench-sources",
@@ -285,7 +285,7 @@ def options(
         "--speed", type=int, default=speed_pairs, help="cases timed guide on/off (0: none)"
     )
     engine_options(parser)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / out))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / out) if out else "")
     parser.add_argument(
         "--speed-only", action="store_true", help="the speed part alone (no quality asks)"
     )

@@ -11,7 +11,7 @@ the file with the rest of the line removed, the other files of its package on di
 the prompt is the file cut right after the `.`. Counted as in names.py: the next identifier
 right, and a name written that is not among the receiver's members there.
 
-    spec-lsp bench names-braced [--per-file 3] [--sources DIR]
+    spec-lsp bench names-braced --set choose|judge [--per-file 3] [--sources DIR]
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from bench.common import log
+from bench.common import ROOT, log
 from bench.names import SKIP_LINES, Case, measure, options, rendered_again
 from spec_lsp.prompts.guide import trigger
 from spec_lsp.prompts.guide.monitor import open_span
 
-NPM = ("@tanstack/query-core@5.108.4", "rxjs@7.8.2")
+RESULTS = ROOT / "bench" / "results"
+NPM = ("@tanstack/query-core@5.108.4", "rxjs@7.8.2", "mobx@7.1.3")
 DEBIAN = (
     "golang-github-google-go-cmp-dev",
     "golang-github-hashicorp-golang-lru-dev",
@@ -38,7 +39,10 @@ DEBIAN = (
 )
 GO = "deb/usr/share/gocode/src/github.com"
 CARGO = "deb/usr/share/cargo/registry"
-FILES = (  # the files that define each package's main types
+# Two sets of files, no file in both: `choose` (where whether a bias pays on incomplete member
+# sets was chosen) and `judge` (where that choice is measured). In each package, files that
+# define its main types.
+CHOOSE = (
     "npm/tanstack-query-core/package/src/query.ts",
     "npm/tanstack-query-core/package/src/queryObserver.ts",
     "npm/tanstack-query-core/package/src/mutation.ts",
@@ -59,25 +63,44 @@ FILES = (  # the files that define each package's main types
     "bsh/src/bsh/Name.java",
     "bsh/src/bsh/BshMethod.java",
 )
+JUDGE = (
+    "npm/tanstack-query-core/package/src/queryCache.ts",
+    "npm/tanstack-query-core/package/src/infiniteQueryObserver.ts",
+    "npm/rxjs/package/src/internal/Subscription.ts",
+    "npm/rxjs/package/src/internal/ReplaySubject.ts",
+    "npm/mobx/package/src/core/atom.ts",
+    "npm/mobx/package/src/types/observablevalue.ts",
+    "npm/mobx/package/src/types/observablemap.ts",
+    f"{GO}/google/go-cmp/cmp/path.go",
+    f"{GO}/google/go-cmp/cmp/report_slices.go",
+    f"{GO}/hashicorp/golang-lru/simplelru/lru.go",
+    f"{GO}/gorilla/mux/regexp.go",
+    f"{CARGO}/bytes-1.2.1/src/bytes.rs",
+    f"{CARGO}/indexmap-1.9.2/src/map.rs",
+    f"{CARGO}/semver-1.0.14/src/impls.rs",
+    f"{CARGO}/semver-1.0.14/src/identifier.rs",
+    "bsh/src/bsh/NameSpace.java",
+    "bsh/src/bsh/Reflect.java",
+    "bsh/src/bsh/BshClassManager.java",
+    "bsh/src/bsh/This.java",
+)
+SETS = {"choose": CHOOSE, "judge": JUDGE}
 
 
 def fetch(root: Path) -> None:
-    """The sources, once, with npm and apt-get (a file already there is not fetched again)."""
+    """The sources, once, with npm and apt-get (a package already there is not fetched again)."""
     npm, deb = root / "npm", root / "deb"
-    if not npm.exists():
-        npm.mkdir(parents=True)
-        for spec in NPM:
-            packed = subprocess.run(
-                ["npm", "pack", "--silent", spec],
-                cwd=npm,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout.split()[-1]
-            folder = npm / packed.rsplit("-", 1)[0]
-            folder.mkdir(exist_ok=True)
-            with tarfile.open(npm / packed) as tar:
-                tar.extractall(folder, filter="data")
+    npm.mkdir(parents=True, exist_ok=True)
+    for spec in NPM:
+        folder = npm / spec.lstrip("@").rsplit("@", 1)[0].replace("/", "-")
+        if folder.exists():
+            continue
+        packed = subprocess.run(
+            ["npm", "pack", "--silent", spec], cwd=npm, check=True, capture_output=True, text=True
+        ).stdout.split()[-1]
+        folder.mkdir()
+        with tarfile.open(npm / packed) as tar:
+            tar.extractall(folder, filter="data")
     if not deb.exists():
         deb.mkdir(parents=True)
         subprocess.run(["apt-get", "download", *DEBIAN], cwd=deb, check=True, capture_output=True)
@@ -116,14 +139,16 @@ def _name_start(text: str, at: int) -> bool:
 
 
 def main() -> None:
-    args = options(__doc__.split("\n")[0], "names_braced.md", 3, 12, sources=True)
+    args = options(__doc__.split("\n")[0], "", 3, 12, sources=True)
+    args.out = args.out or str(RESULTS / f"names_braced_{args.set}.md")
     if rendered_again(args):
         return
     root = Path(os.path.expanduser(args.sources))
     fetch(root)
     log(f"sources in {root}")
-    files = [root / f for f in FILES]
-    measure(args, files, candidates, command="spec-lsp bench names-braced", default_per_file=3)
+    files = [root / f for f in SETS[args.set]]
+    command = f"spec-lsp bench names-braced --set {args.set}"
+    measure(args, files, candidates, command=command, default_per_file=3)
 
 
 if __name__ == "__main__":

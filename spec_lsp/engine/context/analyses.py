@@ -207,4 +207,5 @@ class Analyses:
             return {
                 "documents": len(self._tables),
                 "bytes": sum(t.nbytes() for t in self._tables.values()),
+                "outlines": self.structural.outlines.held(),  # (other files read: JS/TS, Go...)
             }

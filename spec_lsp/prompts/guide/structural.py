@@ -142,6 +142,10 @@ class Outlines:
             self._held[path] = (stamp, found)
         return found
 
+    def held(self) -> int:
+        with self._lock:
+            return len(self._held)
+
     def beside(self, path: str, language: str) -> list[Outline]:
         """The files of the same language in `path`'s folder (itself included)."""
         folder = os.path.dirname(path)
