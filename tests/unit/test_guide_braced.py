@@ -329,3 +329,17 @@ def test_a_private_name_may_begin_with_its_hash(tmp_path):
 def test_an_incomplete_set_is_not_masked_without_a_bias(tmp_path):
     table, text = analysed(tmp_path, "src/buf.rs", {"Cargo.toml": "", "src/buf.rs": RUST})
     assert b"invented" in kept(table, text[: text.index("HERE")])
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("a.go", "package a\n\ntype T struct{ n int }\n\nfunc (v *T) F() {\n\tg(func(v other.Value) {\n\t\tv.HERE\n\t})\n}\n"),
+        ("a.ts", "class T {\n  n = 1;\n  f(v: T) {\n    list.map((v) => {\n      v.HERE\n    });\n  }\n}\n"),
+        ("a.rs", "struct T { n: u8 }\nimpl T {\n    fn f(v: &T) {\n        if let Some(v) = g() {\n            v.HERE\n        }\n    }\n}\n"),
+        ("A.java", "class T {\n    int n;\n    void f(T v) {\n        list.forEach(v -> {\n            v.HERE\n        });\n    }\n}\n"),
+    ],
+)  # fmt: skip
+def test_a_name_an_anonymous_function_or_a_pattern_binds_again_is_not_known(tmp_path, name, source):
+    table, text = analysed(tmp_path, name, {name: source})
+    assert missing(table, text, "HERE", "v")

@@ -275,11 +275,64 @@ class _Reader:
         elif kind in ("range_clause", "for_in_statement", "enhanced_for_statement"):
             for name in _loop_names(node):
                 self.bind(scope, name, "")  # (a loop's variable: its type not read here)
+        elif kind in _BINDING_PLACES:
+            # an anonymous function's parameters, a pattern's names: bound in the named scope
+            # around them as unknown (one there of a known type is no longer sure)
+            place = _binding_place(node)
+            for name in _pattern_names(place) if place is not None else ():
+                self.bind(scope, name, "")
         for name, value in _variables(node, self.lang):
             if self_type and value in ("value:Self", "()Self::new"):
                 value = "value:" + self_type
             value = value.replace("()Self::", f"(){self_type}::")
             self.bind(scope, name, value)
+
+
+_BINDING_PLACES = {
+    "func_literal": "parameters",
+    "arrow_function": "parameters",
+    "function_expression": "parameters",
+    "function": "parameters",
+    "closure_expression": "parameters",
+    "lambda_expression": "parameters",
+    "catch_clause": "parameter",
+    "catch_formal_parameter": "name",
+    "let_condition": "pattern",
+    "match_arm": "pattern",
+    "for_expression": "pattern",
+    "type_switch_statement": "alias",
+    "let_declaration": "pattern",  # (a destructuring one: a plain name is typed below)
+    "variable_declarator": "name",  # (likewise)
+}
+
+
+def _binding_place(node: Any) -> Any | None:
+    field_name = _BINDING_PLACES[node.type]
+    place = node.child_by_field_name(field_name)
+    if place is None and node.type == "arrow_function":
+        place = node.child_by_field_name("parameter")
+    if place is None or (
+        node.type in ("let_declaration", "variable_declarator") and place.type == "identifier"
+    ):
+        return None
+    return place
+
+
+def _pattern_names(node: Any, depth: int = 0) -> Iterator[str]:
+    """The identifiers a parameter list or a pattern binds (type names left out)."""
+    if node.type == "identifier":
+        yield _text(node)
+        return
+    if depth > 6:
+        return
+    for child in node.named_children:
+        if child.type not in (
+            "type_annotation",
+            "type_identifier",
+            "generic_type",
+            "qualified_type",
+        ):
+            yield from _pattern_names(child, depth + 1)
 
 
 def _loop_names(node: Any) -> Iterator[str]:

@@ -173,13 +173,19 @@ class _Resolver:
         self.own, self.outlines = own, outlines
         self.types: dict[Ref, Resolved] = {}
         self._busy: set[Ref] = set()
+        self._beside: dict[tuple[str, str], list[Outline]] = {}
 
     def outline(self, path: str) -> Outline | None:
         return self.own if path == self.own.path else self.outlines.at(path)
 
     def beside(self, outline: Outline) -> list[Outline]:
-        found = self.outlines.beside(outline.path, outline.language)
-        return [self.own if o.path == self.own.path else o for o in found] or [outline]
+        key = (os.path.dirname(outline.path), outline.language)
+        found = self._beside.get(key)
+        if found is None:  # (read once per analysis: a folder's files are asked often)
+            found = self.outlines.beside(outline.path, outline.language)
+            found = [self.own if o.path == self.own.path else o for o in found]
+            self._beside[key] = found
+        return found or [outline]
 
     # -- names to types ---------------------------------------------------------------------
     def find(self, name: str, where: Outline) -> Ref | None:
@@ -208,7 +214,7 @@ class _Resolver:
         return None
 
     def _folder(self, folder: str, language: str) -> list[Outline]:
-        return self.outlines.beside(os.path.join(folder, "x"), language)
+        return self.beside(Outline(os.path.join(folder, "x"), language))
 
     def go_package(self, path: str, spec: str) -> str | None:
         """The folder of a Go import path in the workspace (by go.mod, or a GOPATH's src/)."""
