@@ -343,3 +343,26 @@ def test_an_incomplete_set_is_not_masked_without_a_bias(tmp_path):
 def test_a_name_an_anonymous_function_or_a_pattern_binds_again_is_not_known(tmp_path, name, source):
     table, text = analysed(tmp_path, name, {name: source})
     assert missing(table, text, "HERE", "v")
+
+
+# -- in the engine: the bias an incomplete set gets by default ------------------------------------
+RUST_SHAPE = "pub struct Shape {\n    width: u32,\n    height: u32,\n}\n\nimpl Shape {\n    fn grow(&self) -> u32 {\n        self."  # fmt: skip
+
+
+@pytest.mark.parametrize(("bias", "guided"), [(None, True), (0.0, False)])
+def test_a_rust_types_incomplete_set_is_masked_in_effect_unless_guide_bias_says_0(
+    tmp_path, bias, guided
+):
+    from spec_lsp.engine import CancelToken, CompletionRequest
+    from tests.unit.test_guide_engine import engine_at, first_name
+
+    document = RUST_SHAPE + "\n    }\n}\n"  # (the editor holds the file, the cursor in it)
+    (tmp_path / "shape.rs").write_text(document)
+    uri = (tmp_path / "shape.rs").as_uri()
+    engine = engine_at(tmp_path, guide_bias=bias)
+    engine.document_changed(uri, document)
+    assert engine.stores.analyses.wait(uri, 60)
+    request = CompletionRequest(prefix=RUST_SHAPE, document_id=uri, max_tokens=12, language="rust")
+    found = engine.complete(request, CancelToken())
+    # (the fake model writes `x` after `self.`: Shape has no x)
+    assert (first_name(found.text) in ("width", "height", "grow")) == guided, found.text

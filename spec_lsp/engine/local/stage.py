@@ -260,7 +260,9 @@ class LocalStage:
             table,
             text=text,
             scope=table.scope_at(text),
-            bias=self.settings.guide_bias,
+            bias=table.incomplete_bias
+            if self.settings.guide_bias is None
+            else self.settings.guide_bias,
             syntax=table.syntax,
         )
 

@@ -68,6 +68,9 @@ class Table:
     done: bool = False  # every receiver found was analysed (not cut by the time budget)
 
     syntax = "python"  # how the monitor reads the text (trigger.py); brace languages: "braces"
+    # `guideBias` unset: what an incomplete member set's outsiders lose (Jedi's incomplete sets,
+    # builtins' stubs mostly: a bias lost a right name and avoided none, bench/README.md)
+    incomplete_bias = 0.0
 
     def scope_at(self, text: str) -> Scope:
         """The scope the end of `text` (the cursor) is in, as this table keys it."""

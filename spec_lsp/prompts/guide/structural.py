@@ -68,6 +68,8 @@ class Structural(Table):
     """One file's prepared answers (a Table: the store and the monitor read it as Jedi's)."""
 
     syntax = "braces"
+    incomplete_bias = 100.0  # (`guideBias` unset: the outsiders of an incomplete set masked in
+    # effect; chosen on bench names-braced's choose set, judged on its judge set)
     headers: frozenset[str] = frozenset()  # the scopes' header lines
     names: dict[Key, Entry] = field(default_factory=dict)
     types: dict[Ref, Resolved] = field(default_factory=dict)
