@@ -20,7 +20,7 @@ from typing import Any
 
 from spec_lsp.engine.context.stage import document_path
 from spec_lsp.prompts.guide.analysis import Analyser, Table
-from spec_lsp.prompts.guide.declared import LANGUAGES
+from spec_lsp.prompts.guide.outline import LANGUAGES
 from spec_lsp.prompts.guide.structural import StructuralAnalyser
 from spec_lsp.textdiff import common_prefix
 
