@@ -92,7 +92,9 @@ import { Base } from './base.js';
 
 class Cache {
   size = 0;
-  static create(): Cache { return new Cache(); }
+  static create(): Cache {
+    return this.HERE_STATIC;
+  }
 }
 
 export class Store extends Base {
@@ -133,6 +135,7 @@ def test_typescript_unknowns_are_left_alone(tmp_path):
     table, text = analysed(tmp_path, "main.ts", {"base.ts": TS_BASE, "main.ts": TS_MAIN})
     assert missing(table, text, "HERE;", "unknown")  # (a call's result: not typed)
     assert missing(table, text, "HERE_INNER", "this")  # (a function's own `this`)
+    assert missing(table, text, "HERE_STATIC", "this")  # (a static method's: the class)
     assert missing(table, text, "HERE;", "key")  # (a string: not a workspace type)
     assert missing(table, text, "HERE;", "this.items")
 
@@ -366,3 +369,17 @@ def test_a_rust_types_incomplete_set_is_masked_in_effect_unless_guide_bias_says_
     found = engine.complete(request, CancelToken())
     # (the fake model writes `x` after `self.`: Shape has no x)
     assert (first_name(found.text) in ("width", "height", "grow")) == guided, found.text
+
+
+@pytest.mark.parametrize(
+    ("name", "source"),
+    [
+        ("a.ts", ""),
+        ("a.go", "\x00\xff{{{ func ((( "),
+        ("a.rs", "impl impl impl {"),
+        ("a.java", "class {"),
+    ],
+)
+def test_odd_text_gives_an_empty_answer_not_an_error(tmp_path, name, source):
+    table, text = analysed(tmp_path, name, {name: source})
+    assert table.lookup(table.scope_at(text), "this") is None and table.done

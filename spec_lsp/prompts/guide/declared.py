@@ -41,6 +41,7 @@ from spec_lsp.prompts.guide.outline import (
     Outline,
     TypeDecl,
     has_self,
+    is_static,
     language_of,
     named,
     names_of,
@@ -117,8 +118,8 @@ class _Reader:
             return inner, target
         elif kind in _FUNCTIONS:
             self.function(node, scope, inner, self_type)
-            if self.lang in ("js", "ts") and kind != "method_definition":
-                self.out.selves[inner] = ""  # (a function's own `this`)
+            if self.lang in ("js", "ts") and (kind != "method_definition" or is_static(node)):
+                self.out.selves[inner] = ""  # (a function's own `this`; a static's: the class)
         return inner, self_type
 
     # -- declarations -------------------------------------------------------------------------
