@@ -22,11 +22,61 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+GPU_BACKENDS = ("cuda", "hip", "musa", "vulkan", "sycl")  # ggml's libraries: libggml-<name>.so
 
-from spec_lsp.engine.backends import threads as cpu_threads
-from spec_lsp.engine.backends.base import Aborted, ModelInfo, Run, Snapshot, check_model_file
-from spec_lsp.engine.types import CancelToken, EngineError
+
+def gpu_build(package: Path) -> bool:
+    """Whether the llama-cpp-python installed in `package` has a GPU backend library."""
+    return any(
+        f"ggml-{name}" in file.name for file in package.rglob("*ggml-*") for name in GPU_BACKENDS
+    )
+
+
+def load_library_first() -> None:
+    """Load llama.cpp's libraries into this process before numpy's, in a GPU build.
+
+    With numpy's wheel (and its OpenBLAS) loaded first, a CUDA build of llama-cpp-python 0.3.36
+    segfaulted loading any model: 14 of 14 tries on an H200, `gpuLayers` 0 and -1; 0 of 32 with
+    llama_cpp imported first (bench/results/gpu-loop-h200.md). A CPU build never crashed so. The
+    processes that load models import this module before anything imports numpy (the command
+    line through `spec_lsp.engine.prepare_process`, the benchmarks, the crash probe's child), and
+    this runs as the module is imported, before its own numpy. A library that cannot even load
+    on this machine (built for another CPU) must not take this process with it: a child loads it
+    first, and if it fails nothing is done here (the crash probe then finds and names it)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if "numpy" in sys.modules:
+        return
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    if not gpu_build(Path(next(iter(spec.submodule_search_locations)))):
+        return
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "import llama_cpp"], capture_output=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return
+    if child.returncode == 0:
+        import llama_cpp  # noqa: F401  (its package loads the libraries before its numpy)
+
+
+load_library_first()
+
+import numpy as np  # noqa: E402
+
+from spec_lsp.engine.backends import threads as cpu_threads  # noqa: E402
+from spec_lsp.engine.backends.base import (  # noqa: E402
+    Aborted,
+    ModelInfo,
+    Run,
+    Snapshot,
+    check_model_file,
+)
+from spec_lsp.engine.types import CancelToken, EngineError  # noqa: E402
 
 log = logging.getLogger(__name__)
 
