@@ -7,12 +7,13 @@
 #   llama_cpp_python-0.3.36/   the sdist (vendor/llama.cpp's models, docs, tests may be removed)
 #   *.whl.part*                or a wheel this script built before, in parts (it writes them)
 #   whl/*.whl                  the Python packages the machine lacks (pydantic, jedi, ...)
-#   qwen_meta.gguf, gen.py, qwen15_tensors.json   the random-weight writer and its template
-# and writes run.log, the wheel's parts and one JSON per model to $OUT.
+#   template-NAME/             a model's metadata and tensor list, made here from the real file:
+#                              `python bench/gpu/random_weights.py template REAL.gguf .gpu/template-1.5b`
+# and writes run.log, the wheel's parts and one JSON per model (MODELS: the NAMEs) to $OUT.
 set -u
 IN=${GPU_IN:-.gpu}
 OUT=${OUT:-/tmp/gpu_out}
-MODELS=${MODELS:-1.5b 7b}
+MODELS=${MODELS:-1.5b}
 PAIRS=${PAIRS:-5}
 mkdir -p "$OUT"
 exec > >(tee -a "$OUT/run.log") 2>&1
@@ -28,8 +29,10 @@ export PYTHONPATH=/tmp/site:$PWD
 # the models, meanwhile (the writer imports llama.cpp's gguf-py)
 GGUF_PY=$(ls -d "$IN"/llama_cpp_python-*/vendor/llama.cpp/gguf-py 2>/dev/null | head -1)
 mkdir -p /dev/shm/qm
-(PYTHONPATH=${GGUF_PY:-/nonexistent}:$PYTHONPATH python3 "$IN/gen.py" "$IN/qwen_meta.gguf" \
-    "$IN/qwen15_tensors.json" /dev/shm/qm $MODELS >/tmp/gen.log 2>&1
+(for m in $MODELS; do
+    PYTHONPATH=${GGUF_PY:-/nonexistent}:$PYTHONPATH python3 bench/gpu/random_weights.py write \
+        "$IN/template-$m" "/dev/shm/qm/$m.gguf"
+ done >/tmp/gen.log 2>&1
  echo "gen rc=$?" >>/tmp/gen.log) &
 GEN=$!
 
@@ -81,7 +84,7 @@ llama_cpp.llama_supports_gpu_offload())"
 wait $GEN
 cat /tmp/gen.log
 for m in $MODELS; do
-    M=/dev/shm/qm/qwen-$m-rand.gguf
+    M=/dev/shm/qm/$m.gguf
     say "=== $m: spec-lsp profile"
     HOME=/tmp/home-$m SPEC_LSP_GPU_LAYERS=-1 python3 -c \
         'import sys; from spec_lsp.cli import main; sys.exit(main(sys.argv[1:]))' profile --model "$M"
