@@ -26,6 +26,7 @@ MODULES = {
     "block-swap": "block_swap",  # a new block under an evaluated text: moved KV or exact
     "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
     "names": "names",  # the next identifier at dereferences: the guide on and off
+    "names-braced": "names_braced",  # the same in TypeScript, Go, Rust and Java
     "guide-memory": "guide_memory",  # the guide's analysis: memory per open file, flat or not
     "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
     "gate": "gate",  # the confidence gate, fitted and measured on held-out lines
@@ -35,7 +36,8 @@ MODULES = {
     "policy-replay": "policy_replay",  # the adaptive policy replayed without timing noise
     "probe-cost": "probe_cost",  # what the crash probe adds to a first start
     "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
-    "retention": "retention",  # a retention check's cost: rapidfuzz against the exact DP
+    "retention": "retention",
+    "gpu-loop": "gpu_loop",  # the decode loop's curve and speed on this build (a GPU), vs plain  # a retention check's cost: rapidfuzz against the exact DP
 }
 
 

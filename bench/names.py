@@ -28,6 +28,7 @@ statement and the name is followed by `=` or `:` (`self.x = ...`: a new attribut
 before the report set is run. `--definitions`: only the places where a name may be defined
 (`self.`/`cls.` opening a statement in `__init__` and its kin), where the guide masks nothing.
 
+
 `--speed N`: N of the cases again, 48 tokens multi-line, guide on and off back to back in
 alternating order: decode tokens per second (the ratio per pair) and the symbol drafts.
 """
@@ -42,20 +43,20 @@ import statistics
 import sysconfig
 import time
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.common import geomean, log, read_results
-from bench.places import Plain, engine_options, machine, report, with_plain
+from bench.common import ROOT, geomean, log, read_results
+from bench.places import Plain, engine_options, loaded_engine, machine, report, with_plain
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
 from spec_lsp.prompts.guide import scopes
 from spec_lsp.prompts.guide.monitor import DEFINING
 from spec_lsp.prompts.guide.names import NameTokens
 
-ROOT = Path(__file__).resolve().parents[2]
 STDLIB = (
     "argparse.py",
     "logging/__init__.py",
@@ -102,6 +103,8 @@ class Case:
     def defining(self) -> bool:
         """`self.`/`cls.` opening a statement where attributes are made (the guide's DEFINING
         scopes): maybe a new attribute, so the guide masks nothing there."""
+        if not self.path.endswith(".py"):
+            return False
         scope = scopes.at_end(self.cut)
         return (
             self.statement_start
@@ -244,13 +247,22 @@ def ask_plain(
     return str(text)
 
 
+LANGUAGE_IDS = {
+    ".ts": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".js": "javascript",
+}
+
+
 def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
     request = CompletionRequest(
         case.cut,
         "",
         document_id=Path(case.path).as_uri(),
         file_name=Path(case.path).name,
-        language="python",
+        language=LANGUAGE_IDS.get(Path(case.path).suffix, "python"),
         max_tokens=tokens,
         multiline=multiline,
         invoked=True,
@@ -274,7 +286,7 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     if not analyses.wait(uri, 120):
         return None
     table = analyses.table(uri)
-    members = table.lookup(scopes.at_end(case.cut), case.receiver) if table else None
+    members = table.lookup(table.scope_at(case.cut), case.receiver) if table else None
     if members is None or table is None:
         return None
     return members.names, members.complete, table.seconds
@@ -370,13 +382,13 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
         out += [
             "",
             f"Analysis of the file: p50 {statistics.median(seconds):.2f} s, max {seconds[-1]:.2f} s "
-            f"(at most 12 receivers per run here). Expected name among Jedi's members: "
+            f"(at most 12 receivers per run here). Expected name among the analysis's members: "
             f"{sum(r['expected_known'] for r in rows)}/{len(rows)} (the others: an attribute made "
             "on the line being written, or a member Jedi does not see). Not a member: a name "
-            "written that is not among Jedi's members there; defined: such a name opening a "
-            "statement and assigned (`self.x = ...`); another member: a member that is not the "
-            "file's, or no name written. plain: plain llama-cpp-python FIM, the same model and "
-            "prompt; plain+mask: its first name masked to Jedi's members.",
+            "written that is not among the analysis's members there; defined: such a name "
+            "opening a statement and assigned (`self.x = ...`); another member: a member that is "
+            "not the file's, or no name written. plain: plain llama-cpp-python FIM, the same "
+            "model and prompt; plain+mask: its first name masked to the members.",
         ]
     if fast and fast["pairs"]:
         r = fast["ratios"]
@@ -395,52 +407,88 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--per-file", type=int, default=8)
-    parser.add_argument("--speed", type=int, default=20, help="cases timed guide on/off (0: none)")
+def options(
+    description: str, out: str, per_file: int, speed_pairs: int, *, sources: bool = False
+) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    if sources:
+        parser.add_argument("--set", choices=("choose", "judge"), default="choose")
+        parser.add_argument(
+            "--sources",
+            default="~/.cache/spec-lsp/bench-sources",
+            help="where the packages' sources are fetched to (once)",
+        )
+    parser.add_argument("--per-file", type=int, default=per_file)
+    parser.add_argument(
+        "--speed", type=int, default=speed_pairs, help="cases timed guide on/off (0: none)"
+    )
     engine_options(parser)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "names.md"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / out) if out else "")
     parser.add_argument(
         "--speed-only", action="store_true", help="the speed part alone (no quality asks)"
     )
     parser.add_argument("--render", action="store_true", help="the table again from --out's runs")
-    parser.add_argument(
-        "--set", choices=("report", "fit", "choose"), default="report", help="the files"
-    )
-    parser.add_argument(
-        "--definitions", action="store_true", help="only where a name may be defined"
-    )
-    parser.add_argument(
-        "--variants", nargs="+", choices=[*VARIANTS, *PLAIN], default=[*VARIANTS, *PLAIN]
-    )
-    parser.add_argument(
-        "--plain-bias", type=float, nargs="*", default=[], help="plain+bias=B variants"
-    )
+    if not sources:  # (Python: the sets, where a name may be defined, plain llama-cpp-python)
+        parser.add_argument(
+            "--set", choices=("report", "fit", "choose"), default="report", help="the files"
+        )
+        parser.add_argument(
+            "--definitions", action="store_true", help="only where a name may be defined"
+        )
+        parser.add_argument(
+            "--variants", nargs="+", choices=[*VARIANTS, *PLAIN], default=[*VARIANTS, *PLAIN]
+        )
+        parser.add_argument(
+            "--plain-bias", type=float, nargs="*", default=[], help="plain+bias=B variants"
+        )
     parser.add_argument(
         "--tokens", type=int, default=12, help="tokens per ask (the first name is what counts)"
     )
-    args = parser.parse_args()
-    if args.render:
-        saved = read_results(Path(args.out).with_suffix(".json.gz"))
-        head = Path(args.out).read_text().split("\n\n| cases")[0]
-        print(render(saved["rows"], saved["speed"], head), end="")
-        return
-    files = split_files(args.set)
-    variants = [*args.variants, *(f"plain+bias={b:g}" for b in args.plain_bias)]
-    engine, plain, extra = with_plain(args)
-    index = plain_index(plain) if any(v.startswith("plain") for v in variants) else None
+    return parser.parse_args()
+
+
+def rendered_again(args: argparse.Namespace) -> bool:
+    """--render: the table again from the saved runs."""
+    if not args.render:
+        return False
+    saved = read_results(Path(args.out).with_suffix(".json.gz"))
+    head = Path(args.out).read_text().split("\n\n| cases")[0]
+    print(render(saved["rows"], saved["speed"], head), end="")
+    return True
+
+
+def measure(
+    args: argparse.Namespace,
+    files: list[Path],
+    find: Callable[[Path], list[Case]],
+    *,
+    command: str,
+    default_per_file: int,
+) -> None:
+    """The cases of each file (`find`, spread, kept where the receiver resolves), asked in
+    each variant; the speed pairs; the table."""
+    python = not hasattr(args, "sources")  # (bench names; names_braced: its own sets)
+    variants = [
+        *getattr(args, "variants", VARIANTS),
+        *(f"plain+bias={b:g}" for b in getattr(args, "plain_bias", [])),
+    ]
+    pair: tuple[Plain, NameTokens] | None = None
+    if any(v.startswith("plain") for v in variants):
+        engine, plain, extra = with_plain(args)
+        pair = (plain, plain_index(plain))
+    else:
+        engine, extra = loaded_engine(args)
     engine.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
     rows: list[dict[str, Any]] = []
     timed: list[Case] = []
     started = time.perf_counter()
     for path in files:
         if not path.exists():
-            log(f"{path}: not installed, skipped")
+            log(f"{path}: not there, skipped")
             continue
         kept = 0
-        found_here = candidates(path)
-        if args.definitions:
+        found_here = find(path)
+        if python and args.definitions:
             found_here = [c for c in found_here if c.defining]
         for case in spread(found_here, args.per_file * 3):
             if kept >= args.per_file:
@@ -457,7 +505,6 @@ def main() -> None:
                 if kept >= 2:
                     break
                 continue
-            pair = (plain, index) if index else None
             rows.append(run_case(engine, case, found, variants, pair, args.tokens))
             log(
                 f"{len(rows)} {path.name}:{case.line} {case.receiver}.{case.expected} -> "
@@ -466,13 +513,12 @@ def main() -> None:
     fast = speed(engine, timed[: args.speed]) if args.speed else None
     title = machine(engine.models.target.info.path)
     head = (
-        f"# Next identifier at dereferences: {title}\n\n`spec-lsp bench names"
-        f"{' --per-file ' + str(args.per_file) if args.per_file != 8 else ''}"
-        f"{' --set ' + args.set if args.set != 'report' else ''}"
-        f"{' --definitions' if args.definitions else ''}"
+        f"# Next identifier at dereferences: {title}\n\n`{command}"
+        f"{' --per-file ' + str(args.per_file) if args.per_file != default_per_file else ''}"
+        f"{' --set ' + args.set if python and args.set != 'report' else ''}"
+        f"{' --definitions' if python and args.definitions else ''}"
         f"{' --tokens ' + str(args.tokens) if args.tokens != 12 else ''}"
-        f"{' --variants ' + ' '.join(args.variants) if len(args.variants) < 5 else ''}"
-        f"{' --plain-bias ' + ' '.join(f'{b:g}' for b in args.plain_bias) if args.plain_bias else ''}"
+        f"{' --variants ' + ' '.join(variants) if variants != [*VARIANTS, *PLAIN] else ''}"
         f"{f' --speed-only --speed {args.speed}' if args.speed_only else ''}`; settings: "
         f"{extra or 'defaults'}; {len(rows)} cases in {len(files)} files "
         f"({time.perf_counter() - started:.0f} s)."
@@ -480,6 +526,14 @@ def main() -> None:
     report(
         Path(args.out), render(rows, fast, head), {"rows": rows, "speed": fast, "settings": extra}
     )
+
+
+def main() -> None:
+    args = options(__doc__.split("\n")[0], "names.md", 8, 20)
+    if rendered_again(args):
+        return
+    files = split_files(args.set)
+    measure(args, files, candidates, command="spec-lsp bench names", default_per_file=8)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-"""The guide's prepared analyses: Jedi's answers for each open Python document, made on a thread
-of its own after each edit (the newest text of the document edited last first), never on a
-request's way. A request reads the newest table there is for its document (maybe one version
-behind: scopes and receivers are keyed by text, not by line; or partial: what a running
-analysis has ready, the receivers nearest the cursor first, published as it goes); without one
-it decodes unguided.
+"""The guide's prepared analyses: Jedi's answers for each open Python document (tree-sitter's for
+JS/TS, Go, Rust and Java: prompts/guide/structural.py), made on a thread of its own after each
+edit (the newest text of the document edited last first), never on a request's way. A request
+reads the newest table there is for its document (maybe one version behind: scopes and receivers
+are keyed by text, not by line; or partial: what a running analysis has ready, the receivers
+nearest the cursor first, published as it goes); without one it decodes unguided.
 
 The thread runs at the lowest scheduling priority the system gives it (Linux: per thread), and
 stops between receivers while a request decodes (`serving`): Jedi is Python, and a thread
@@ -25,10 +25,13 @@ from typing import Any
 
 from spec_lsp.engine.context.stage import document_path
 from spec_lsp.prompts.guide.analysis import Analyser, Hooks, Table
+from spec_lsp.prompts.guide.outline import LANGUAGES
+from spec_lsp.prompts.guide.structural import StructuralAnalyser
 from spec_lsp.textdiff import common_prefix
 
 log = logging.getLogger(__name__)
 PYTHON = (".py", ".pyi")
+BRACED = tuple(LANGUAGES)  # the brace languages' extensions (tree-sitter's analysis)
 SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
 
 
@@ -37,6 +40,7 @@ class Analyses:
         self.enabled = False  # (the `guide` setting; the texts are kept either way)
         self.folders: list[str] = []
         self.analyser = Analyser()
+        self.structural = StructuralAnalyser()
         self._lock = threading.Condition()
         self._texts: dict[str, tuple[int, str]] = {}  # document -> (our version, its text)
         self._tables: dict[str, Table] = {}
@@ -61,7 +65,7 @@ class Analyses:
                         self._queue(document)
 
     def document_changed(self, document_id: str, text: str) -> None:
-        if not document_path(document_id).endswith(PYTHON):
+        if not document_path(document_id).lower().endswith(PYTHON + BRACED):
             return
         with self._lock:
             version, old = self._texts.get(document_id, (0, ""))
@@ -85,11 +89,13 @@ class Analyses:
             self._near.pop(document_id, None)
             if document_id in self._pending:
                 self._pending.remove(document_id)
-        if watched:  # (an analysis running on it meanwhile forgets it when it ends)
-            self.analyser.forget(document_path(document_id))
+        if watched and not document_id.lower().endswith(BRACED):  # (Jedi's parser cache; an
+            self.analyser.forget(
+                document_path(document_id)
+            )  # analysis running forgets it at its end)
 
     def watches(self, document_id: str) -> bool:
-        """A Python document this store keeps the text of."""
+        """A document this store keeps the text of (Python, or a brace language)."""
         with self._lock:
             return document_id in self._texts
 
@@ -186,21 +192,25 @@ class Analyses:
 
     def _analyse(self, document: str, version: int, text: str, earlier: Table | None) -> None:
         path = document_path(document)
+        braced = path.lower().endswith(BRACED)
+        root, near = self._root(path), self._near.get(document, text.count("\n"))
+        hooks = Hooks(
+            cancelled=lambda: self._closed,
+            paused=self._wait_for_idle,
+            publish=lambda partial: self._publish(document, partial),
+        )
         try:
-            table = self.analyser.analyse(
-                text,
-                version=version,
-                path=path,
-                root=self._root(path),
-                near_line=self._near.get(document, text.count("\n")),
-                earlier=earlier,
-                hooks=Hooks(
-                    cancelled=lambda: self._closed,
-                    paused=self._wait_for_idle,
-                    publish=lambda partial: self._publish(document, partial),
-                ),
-            )
-        except Exception:  # noqa: BLE001 (Jedi on odd input: unguided, and said in the log)
+            if braced:  # (tree-sitter: milliseconds, nothing to publish or pause for)
+                table: Table = self.structural.analyse(
+                    text, version=version, path=path, root=root, near_line=near,
+                    earlier=earlier, cancelled=hooks.cancelled,
+                )  # fmt: skip
+            else:
+                table = self.analyser.analyse(
+                    text, version=version, path=path, root=root, near_line=near,
+                    earlier=earlier, hooks=hooks,
+                )  # fmt: skip
+        except Exception:  # noqa: BLE001 (odd input: unguided, and said in the log)
             log.exception("the analysis of %s failed: its completions are not guided", path)
             return
         time.sleep(self.delay_s)  # (tests: a late analysis)
@@ -213,7 +223,7 @@ class Analyses:
             self.last_seconds = table.seconds
             self._lock.notify_all()
         if closed:
-            self.analyser.forget(path)
+            (self.structural if braced else self.analyser).forget(path)
 
     def _root(self, path: str) -> str | None:
         for folder in self.folders:
@@ -242,4 +252,5 @@ class Analyses:
             return {
                 "documents": len(self._tables),
                 "bytes": sum(t.nbytes() for t in self._tables.values()),
+                "outlines": self.structural.outlines.held(),  # (other files read: JS/TS, Go...)
             }
