@@ -348,6 +348,8 @@ class Engine:
         data["workspace_documents"] = len(self.open_documents.documents())
         # what drafting really yielded over plain rounds, per source and strength bucket
         data["realized_yield"] = self.stores.ledger.report()
+        for source, saved in self.stores.ledger.saved_by_source().items():
+            data["drafts_by_source"].setdefault(source, {})["plain_rounds_saved"] = saved
         data["file_prefix"] = self.stores.file_prefix.report()
         data["context"] = self.stores.context.report()
         data["gate"] = gate_weights.describe(self.gate, self.gate_threshold)

@@ -22,6 +22,7 @@ from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.suffix import after_cursor
 from spec_lsp.engine.finishing import gate_weights
 from spec_lsp.engine.local.file_prefix import FilePrefix
 from spec_lsp.engine.local.prompt_tokens import Prompt, PromptBuilder
@@ -201,7 +202,7 @@ class LocalStage:
         and the end)."""
         request, stores, prompts = answer.request, self.stores, self.prompts
         drafter = stores.sources.for_request(request, self.profile)
-        read = lambda tokens: prompts.text(prompt, tokens)  # noqa: E731
+        read = prompts.reader(prompt)
         job = DecodeJob(
             prompt.tokens,
             request.max_tokens,
@@ -216,6 +217,7 @@ class LocalStage:
             # (the gate off, or no weights for this model: no cost at all)
             logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
             guide=self._guide(request, prompt, answer.stats),
+            suffix=after_cursor(prompt.tokens, self.loaded.target.info.special),
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)
