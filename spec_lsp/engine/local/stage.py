@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer
+from spec_lsp.engine.backends import threads as cpu_threads
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.suffix import after_cursor
@@ -84,6 +86,7 @@ class LocalStage:
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
         self.profile = cost_profile.load_cached(self.profile_key())
+        self._measured_at: float | None = None  # (monotonic) this session's last measurement
         self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
@@ -371,9 +374,22 @@ class LocalStage:
     # -- the cost profile --------------------------------------------------------------------
     @property
     def needs_profile(self) -> bool:
-        """Whether the adaptive policy still needs this machine's cost profile."""
+        """Whether the adaptive policy still needs this machine's cost profile: none yet, or
+        one to measure again (`cost_profile.due_again`: figures that cannot be right, or taken
+        under load while the machine is quiet now)."""
         s = self.settings
-        return s.draft_policy == "adaptive" and s.drafter != "none" and self.profile is None
+        if not (s.draft_policy == "adaptive" and s.drafter != "none"):
+            return False
+        if self.profile is None:
+            return True
+        since = None if self._measured_at is None else time.monotonic() - self._measured_at
+        cpu_threads.SHARED.choose()  # (the machine's load, looked at now and then)
+        reason = cost_profile.due_again(
+            self.profile, since_measured=since, others=cpu_threads.SHARED.others
+        )
+        if reason is not None and not self._profile_samples:
+            log.info("measuring this machine's costs again: the profile was %s", reason)
+        return reason is not None
 
     def profile_key(self) -> str:
         return cost_profile.profile_key(
@@ -385,7 +401,7 @@ class LocalStage:
 
     def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds)."""
-        if self.profile is None or remeasure:
+        if self.profile is None or remeasure or self.profile.suspect():
             self._profile_samples = {}
             self._measure_profile(None)
         assert self.profile is not None
@@ -406,7 +422,9 @@ class LocalStage:
         )
         if profile is not None:
             self.profile, self._profile_samples = profile, {}
-            cost_profile.save(profile)
+            self._measured_at = time.monotonic()
+            if profile.suspect() is None:  # (figures that cannot be right are not kept)
+                cost_profile.save(profile)
 
     def report(self) -> dict[str, Any]:
         return {"cost_profile": self.profile.relative() if self.profile else None}
