@@ -17,8 +17,8 @@ from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
 from spec_lsp.engine.decode import guided
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.drafters.last_suggestion import TAIL as LAST_TAIL
 from spec_lsp.engine.drafters.last_suggestion import LastSuggestionLookup, beside
+from spec_lsp.engine.drafters.ngram import TAIL as LAST_TAIL
 from spec_lsp.engine.drafters.suffix import SuffixLookup
 from spec_lsp.engine.policy.adaptive import DraftPolicy
 from spec_lsp.engine.policy.realized import CONTINUATION, SYMBOL

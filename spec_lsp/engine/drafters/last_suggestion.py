@@ -14,40 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
-from spec_lsp.engine.drafters.ngram import REACH, suffix_matches
-
-TAIL = 64  # context tokens compared with the last generation
-
-
-class TokensLookup(Drafter):
-    """A free lookup in a fixed run of tokens: the context's tail is looked up in them, and
-    what followed its longest match there (the latest among equals) is proposed, with the
-    match's length as its strength, under the lookup's own source name."""
-
-    name = "tokens"
-    free = True
-
-    def __init__(self, tokens: Sequence[int], *, min_ngram: int = 2) -> None:
-        self.tokens = np.asarray(tokens, dtype=np.int64)
-        self.min_ngram = min_ngram
-
-    def draft(self, request: DraftRequest) -> Draft:
-        tail = np.asarray(request.context[-TAIL:], dtype=np.int64)
-        if not len(self.tokens) or not len(tail):
-            return Draft([])
-        joined = np.concatenate([self.tokens, tail])
-        ends, lengths = suffix_matches(joined, REACH)
-        inside = ends < len(self.tokens) - 1  # an occurrence in the tokens, with a next token
-        ends, lengths = ends[inside], lengths[inside]
-        if not len(ends) or int(lengths.max()) < self.min_ngram:
-            return Draft([])
-        pick = len(ends) - 1 - int(np.argmax(lengths[::-1]))  # the longest match, latest first
-        start = int(ends[pick]) + 1
-        tokens = self.tokens[start : start + request.max_tokens].tolist()
-        return Draft(tokens, strength=int(lengths[pick]), source=self.name)
+from spec_lsp.engine.drafters.ngram import TokensLookup
 
 
 class LastSuggestionLookup(TokensLookup):
@@ -65,11 +33,16 @@ class StrongestOf(Drafter):
         self.name = self.lookups[-1].name
 
     def draft(self, request: DraftRequest) -> Draft:
-        best = Draft([])
+        best: Draft | None = None
         for lookup in self.lookups:
             proposal = lookup.draft(request)
-            if proposal.tokens and (proposal.strength or 0) > (best.strength or 0):
+            stronger = best is None or (
+                proposal.tokens
+                and (not best.tokens or (proposal.strength or 0) > (best.strength or 0))
+            )
+            if stronger:
                 best = proposal if proposal.source else _named(proposal, lookup.name)
+        assert best is not None  # (one lookup at least)
         return best
 
 

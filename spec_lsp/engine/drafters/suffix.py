@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from spec_lsp.engine.drafters.last_suggestion import TokensLookup
+from spec_lsp.engine.drafters.ngram import TokensLookup
 
 # the FIM roles that end the suffix's text in a prompt (whatever the template's order)
 ENDS = ("fim_pre", "fim_mid", "fim_pad", "fim_sep", "fim_rep", "eos", "eot")
