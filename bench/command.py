@@ -24,8 +24,9 @@ MODULES = {
     "crossfile": "crossfile",  # lines that use another module's definition: context or none
     "context-time": "context_time",  # cross-file lines opened, typed, read: context and when
     "block-swap": "block_swap",  # a new block under an evaluated text: moved KV or exact
-    "kv-shift": "kv_shift",
-    "names": "names",  # the next identifier at dereferences: the guide on and off  # a part dropped from the context block: shift or re-evaluate
+    "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
+    "names": "names",  # the next identifier at dereferences: the guide on and off
+    "names-braced": "names_braced",  # the same in TypeScript, Go, Rust and Java
     "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
     "gate": "gate",  # the confidence gate, fitted and measured on held-out lines
     "llama-server": "llama_server",  # the remote engine against llama.cpp's llama-server
@@ -35,7 +36,8 @@ MODULES = {
     "overhead": "overhead",  # the loop's own cost per token against plain llama-cpp-python
     "probe-cost": "probe_cost",  # what the crash probe adds to a first start
     "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
-    "retention": "retention",  # a retention check's cost: rapidfuzz against the exact DP
+    "retention": "retention",
+    "gpu-loop": "gpu_loop",  # the decode loop's curve and speed on this build (a GPU), vs plain  # a retention check's cost: rapidfuzz against the exact DP
 }
 
 
