@@ -58,6 +58,7 @@ class ThreadChooser:
         self._last: tuple[float, float, float] | None = None  # wall, system busy, own CPU
         self.threads = self.cores
         self.others = 0.0  # cores the rest of the system kept busy over the last interval
+        self.measured = False  # whether `others` was measured yet (two looks, an interval)
 
     def choose(self) -> int:
         now = self._clock()
@@ -72,6 +73,7 @@ class ThreadChooser:
                 wall = now - self._last[0]
                 others = (busy - self._last[1] - (own - self._last[2])) / wall
                 self.others = max(0.0, others)
+                self.measured = True
                 free = self.cores - self.others + self.slack
                 self.threads = max(1, min(self.cores, int(free)))
             self._last = (now, busy, own)

@@ -58,6 +58,7 @@ class LocalStage:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.backend, self.stores, self.totals = backend, stores, totals
         self.profile: cost_profile.CostProfile | None = None
+        self._measured_at: float | None = None  # (monotonic) when this session last measured it
         self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
         self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
         self.configure(settings)
@@ -84,8 +85,11 @@ class LocalStage:
         for model in (self.loaded.target, self.loaded.draft):
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
-        self.profile = cost_profile.load_cached(self.profile_key())
-        self._measured_at: float | None = None  # (monotonic) this session's last measurement
+        key = self.profile_key()
+        cached = cost_profile.load_cached(key)
+        if cached is not None or self.profile is None or self.profile.key != key:
+            self.profile = cached  # (else the one measured here, not cached: kept)
+            self._measured_at = None
         self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
@@ -389,10 +393,10 @@ class LocalStage:
         if self.profile is None:
             return True
         since = None if self._measured_at is None else time.monotonic() - self._measured_at
-        cpu_threads.SHARED.choose()  # (the machine's load, looked at now and then)
-        reason = cost_profile.due_again(
-            self.profile, since_measured=since, others=cpu_threads.SHARED.others
-        )
+        machine = cpu_threads.SHARED
+        machine.choose()  # (the machine's load, looked at now and then; unknown: not quiet)
+        others = machine.others if machine.measured else cost_profile.LOADED
+        reason = cost_profile.due_again(self.profile, since_measured=since, others=others)
         if reason is not None and not self._profile_samples:
             log.info("measuring this machine's costs again: the profile was %s", reason)
         return reason is not None

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 BATCH_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32)
 LOADED = 0.5  # cores kept busy by other programs while measuring that make a profile suspect
 IMPLAUSIBLE = 1.25  # a batch of n tokens measured above n x this x one pass: load, not cost
+JUDGED = 0.001  # passes shorter than this (a test's fake model) are timed too finely to judge
 
 
 @dataclass
@@ -109,7 +110,7 @@ class CostProfile:
         programs held the cores (c(4) = 8.77 c(1) was cached on a 2-core machine beside a test
         run, and turned drafting off for good). Such a profile is measured again, not kept."""
         one = self.verify_seconds.get(1)
-        if not one:
+        if not one or one < JUDGED:
             return None
         for n, seconds in sorted(self.verify_seconds.items()):
             if seconds > n * one * IMPLAUSIBLE:
@@ -149,6 +150,8 @@ def due_again(
     (`suspect`: at once, once per REMEASURE_S), or it was measured under load and the machine
     is quiet now (`others`: cores other programs keep busy now)."""
     if profile is None or (since_measured is not None and since_measured < REMEASURE_S):
+        return None
+    if profile.verify_seconds.get(1, 0.0) < JUDGED:  # (a test's fake model: kept as it is)
         return None
     reason = profile.suspect()
     if reason is None and profile.loaded and others < LOADED:
