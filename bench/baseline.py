@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def plain_llama(path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bool) -> Any:
+def plain_llama(
+    path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bool, gpu_layers: int = 0
+) -> Any:
     """Plain llama-cpp-python, as a user would run it (for benchmarks), optionally with its
     own prompt-lookup draft (which requires logits_all=True)."""
     import llama_cpp
@@ -22,6 +24,7 @@ def plain_llama(path: str, *, n_ctx: int, threads: int | None, prompt_lookup: bo
         n_ctx=n_ctx,
         n_threads=threads,
         n_threads_batch=threads,
+        n_gpu_layers=gpu_layers,
         verbose=False,
         logits_all=prompt_lookup,
         draft_model=LlamaPromptLookupDecoding() if prompt_lookup else None,

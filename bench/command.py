@@ -34,7 +34,8 @@ MODULES = {
     "policy-replay": "policy_replay",  # the adaptive policy replayed without timing noise
     "probe-cost": "probe_cost",  # what the crash probe adds to a first start
     "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
-    "retention": "retention",  # a retention check's cost: rapidfuzz against the exact DP
+    "retention": "retention",
+    "gpu-loop": "gpu_loop",  # the decode loop's curve and speed on this build (a GPU), vs plain  # a retention check's cost: rapidfuzz against the exact DP
 }
 
 

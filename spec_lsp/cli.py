@@ -124,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# the commands that may load a model in this process
+MODEL_COMMANDS = frozenset({"serve", "complete", "demo", "profile", "doctor"})
+
+
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     if given[:1] == ["bench"]:
@@ -131,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_benchmarks(given[1:])
     args = build_parser().parse_args(argv)
+    if args.command in MODEL_COMMANDS:
+        from spec_lsp.engine import prepare_process
+
+        prepare_process()
     if args.command == "schema":
         print(json.dumps(config.schema(), indent=2))
         return 0

@@ -27,7 +27,16 @@ __all__ = [
     "EngineError",
     "SamplingParams",
     "build_engine",
+    "prepare_process",
 ]
+
+
+def prepare_process() -> None:
+    """First thing in a process that will load a model, before anything imports numpy: the
+    llama.cpp backend loads its native libraries first where that matters (a GPU build: see
+    `backends/llama.py`, `load_library_first`)."""
+    import spec_lsp.engine.backends.llama  # noqa: F401
+
 
 if TYPE_CHECKING:
     from spec_lsp.engine.engine import Engine, build_engine

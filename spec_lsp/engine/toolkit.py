@@ -8,7 +8,7 @@ A tool holds an `Engine` (spec_lsp.engine: `build_engine(settings)`, `load()`,
 - the decode loop with a given drafter and policy: `DecodeJob`, `generate`; one round's draft
   and the scoring of unverified proposals (`draft_round`, `score_shadows`, `Shadows`), for
   replaying the loop's decisions;
-- drafters: the `Drafter` protocol and `DraftRequest`, `NgramDrafter`, `ModelDrafter`,
+- drafters: the `Drafter` protocol, `DraftRequest` and `Draft`, `NgramDrafter`, `ModelDrafter`,
   `CrossVocabDrafter`, `WorkspaceDrafter` over `OpenDocuments`, `AutoDrafter`, `model_drafter`;
 - policies and costs: `DraftPolicy`, `AdaptivePolicy`, `FixedPolicy`, `CostProfile`,
   `AcceptanceEstimate`, `prior_acceptance`, `calibrate` (measuring a drafter, `PROFILE_TEXT`);
@@ -32,7 +32,7 @@ from spec_lsp.engine.decode.speculative import (
     score_shadows,
 )
 from spec_lsp.engine.drafters.auto import AutoDrafter
-from spec_lsp.engine.drafters.base import Drafter, DraftRequest
+from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
@@ -55,12 +55,12 @@ if TYPE_CHECKING:
     from spec_lsp.engine.backends.llama import LlamaModel
 
 
-def llama_model(path: str, *, n_ctx: int, threads: int | None) -> LlamaModel:
+def llama_model(path: str, *, n_ctx: int, threads: int | None, gpu_layers: int = 0) -> LlamaModel:
     """Our llama.cpp backend on one GGUF, outside an engine (llama_cpp is imported only here,
-    when asked)."""
+    when asked); `gpu_layers` as the setting `gpuLayers` (-1: all)."""
     from spec_lsp.engine.backends.llama import LlamaModel
 
-    return LlamaModel(path, n_ctx=n_ctx, threads=threads)
+    return LlamaModel(path, n_ctx=n_ctx, threads=threads, gpu_layers=gpu_layers)
 
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "CrossVocabDrafter",
     "DEFAULT_TARGET",
     "DecodeJob",
+    "Draft",
     "DraftPolicy",
     "DraftRequest",
     "Drafter",

@@ -22,11 +22,61 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+GPU_BACKENDS = ("cuda", "hip", "musa", "vulkan", "sycl")  # ggml's libraries: libggml-<name>.so
 
-from spec_lsp.engine.backends import threads as cpu_threads
-from spec_lsp.engine.backends.base import Aborted, ModelInfo, Run, Snapshot, check_model_file
-from spec_lsp.engine.types import CancelToken, EngineError
+
+def gpu_build(package: Path) -> bool:
+    """Whether the llama-cpp-python installed in `package` has a GPU backend library."""
+    return any(
+        f"ggml-{name}" in file.name for file in package.rglob("*ggml-*") for name in GPU_BACKENDS
+    )
+
+
+def load_library_first() -> None:
+    """Load llama.cpp's libraries into this process before numpy's, in a GPU build.
+
+    With numpy's wheel (and its OpenBLAS) loaded first, a CUDA build of llama-cpp-python 0.3.36
+    segfaulted loading any model: 14 of 14 tries on an H200, `gpuLayers` 0 and -1; 0 of 32 with
+    llama_cpp imported first (bench/results/gpu-loop-h200.md). A CPU build never crashed so. The
+    processes that load models import this module before anything imports numpy (the command
+    line through `spec_lsp.engine.prepare_process`, the benchmarks, the crash probe's child), and
+    this runs as the module is imported, before its own numpy. A library that cannot even load
+    on this machine (built for another CPU) must not take this process with it: a child loads it
+    first, and if it fails nothing is done here (the crash probe then finds and names it)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if "numpy" in sys.modules:
+        return
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    if not gpu_build(Path(next(iter(spec.submodule_search_locations)))):
+        return
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", "import llama_cpp"], capture_output=True, timeout=120
+        )
+    except (OSError, subprocess.SubprocessError):
+        return
+    if child.returncode == 0:
+        import llama_cpp  # noqa: F401  (its package loads the libraries before its numpy)
+
+
+load_library_first()
+
+import numpy as np  # noqa: E402
+
+from spec_lsp.engine.backends import threads as cpu_threads  # noqa: E402
+from spec_lsp.engine.backends.base import (  # noqa: E402
+    Aborted,
+    ModelInfo,
+    Run,
+    Snapshot,
+    check_model_file,
+)
+from spec_lsp.engine.types import CancelToken, EngineError  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +256,8 @@ class LlamaModel:
                     self._lib.llama_get_logits(self._ctx), shape=(n_out * self._n_vocab,)
                 )
                 rows.append(flat.reshape(n_out, self._n_vocab).copy())
+        if len(rows) == 1:  # (one chunk: no second copy)
+            return rows[0]
         return np.concatenate(rows) if rows else np.zeros((0, self._n_vocab), dtype=np.float32)
 
     def _decode(self, abort: CancelToken | None) -> int:
@@ -395,10 +447,16 @@ def fix_malloc_threshold() -> None:
     """glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after
     which the multi-megabyte KV snapshots of the state pool come from the heap and fragment it:
     the soak's RSS crept up ~20 MB a minute. A fixed threshold (which turns the adjustment off)
-    keeps them in mmap, returned to the system when freed. Not glibc: nothing to do."""
+    keeps them in mmap, returned to the system when freed. Not glibc: nothing to do.
+
+    Fixing it also fixes the trim threshold at its default, 128 KiB: the heap's top was then
+    given back after each round and a row of logits (151,936 floats, 0.6 MB) copied into fresh
+    pages, 0.2 ms a row against 0.01 (a pass of the 1.5B on a GPU takes 2.5 ms). The top is
+    kept up to 64 MiB (a bound: the server's idle `malloc_trim` gives it back)."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         libc.mallopt(-3, 4 << 20)  # M_MMAP_THRESHOLD = 4 MiB
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD = 64 MiB
     except (OSError, AttributeError):
         pass
 
