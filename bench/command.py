@@ -24,8 +24,9 @@ MODULES = {
     "crossfile": "crossfile",  # lines that use another module's definition: context or none
     "context-time": "context_time",  # cross-file lines opened, typed, read: context and when
     "block-swap": "block_swap",  # a new block under an evaluated text: moved KV or exact
-    "kv-shift": "kv_shift",
-    "names": "names",  # the next identifier at dereferences: the guide on and off  # a part dropped from the context block: shift or re-evaluate
+    "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
+    "names": "names",  # the next identifier at dereferences: the guide on and off
+    "names-braced": "names_braced",  # the same in TypeScript, Go, Rust and Java
     "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
     "gate": "gate",  # the confidence gate, fitted and measured on held-out lines
     "llama-server": "llama_server",  # the remote engine against llama.cpp's llama-server

@@ -28,16 +28,15 @@ import statistics
 import sysconfig
 import time
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.common import geomean, log, read_results
+from bench.common import ROOT, geomean, log, read_results
 from bench.places import engine_options, loaded_engine, machine, report
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
-from spec_lsp.prompts.guide import scopes
 
-ROOT = Path(__file__).resolve().parents[2]
 STDLIB = (
     "argparse.py",
     "logging/__init__.py",
@@ -123,13 +122,22 @@ def first_name(text: str) -> str:
     return text[:n]
 
 
+LANGUAGE_IDS = {
+    ".ts": "typescript",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".js": "javascript",
+}
+
+
 def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
     request = CompletionRequest(
         case.cut,
         "",
         document_id=Path(case.path).as_uri(),
         file_name=Path(case.path).name,
-        language="python",
+        language=LANGUAGE_IDS.get(Path(case.path).suffix, "python"),
         max_tokens=tokens,
         multiline=multiline,
         invoked=True,
@@ -153,7 +161,7 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     if not analyses.wait(uri, 120):
         return None
     table = analyses.table(uri)
-    members = table.lookup(scopes.at_end(case.cut), case.receiver) if table else None
+    members = table.lookup(table.scope_at(case.cut), case.receiver) if table else None
     if members is None or table is None:
         return None
     return members.names, members.complete, table.seconds
@@ -239,10 +247,10 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
         out += [
             "",
             f"Analysis of the file: p50 {statistics.median(seconds):.2f} s, max {seconds[-1]:.2f} s "
-            f"(at most 12 receivers per run here). Expected name among Jedi's members: "
+            f"(at most 12 receivers per run here). Expected name among the analysis's members: "
             f"{sum(r['expected_known'] for r in rows)}/{len(rows)} (the others: an attribute made "
             "on the line being written, or a member Jedi does not see). Not a member: a name "
-            "written that is not among Jedi's members there; a member: another one, or none written.",
+            "written that is not among the analysis's members there; a member: another one, or none written.",
         ]
     if fast and fast["pairs"]:
         r = fast["ratios"]
@@ -261,25 +269,50 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
     return "\n".join(out) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--per-file", type=int, default=8)
-    parser.add_argument("--speed", type=int, default=20, help="cases timed guide on/off (0: none)")
+def options(
+    description: str, out: str, per_file: int, speed_pairs: int, *, sources: bool = False
+) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    if sources:
+        parser.add_argument("--set", choices=("choose", "judge"), default="choose")
+        parser.add_argument(
+            "--sources",
+            default="~/.cache/spec-lsp/bench-sources",
+            help="where the packages' sources are fetched to (once)",
+        )
+    parser.add_argument("--per-file", type=int, default=per_file)
+    parser.add_argument(
+        "--speed", type=int, default=speed_pairs, help="cases timed guide on/off (0: none)"
+    )
     engine_options(parser)
-    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "names.md"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / out) if out else "")
     parser.add_argument(
         "--speed-only", action="store_true", help="the speed part alone (no quality asks)"
     )
     parser.add_argument("--render", action="store_true", help="the table again from --out's runs")
-    args = parser.parse_args()
-    if args.render:
-        saved = read_results(Path(args.out).with_suffix(".json.gz"))
-        head = Path(args.out).read_text().split("\n\n| cases")[0]
-        print(render(saved["rows"], saved["speed"], head), end="")
-        return
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    site = Path(sysconfig.get_paths()["purelib"])
-    files = [stdlib / f for f in STDLIB] + [site / f for f in PACKAGES]
+    return parser.parse_args()
+
+
+def rendered_again(args: argparse.Namespace) -> bool:
+    """--render: the table again from the saved runs."""
+    if not args.render:
+        return False
+    saved = read_results(Path(args.out).with_suffix(".json.gz"))
+    head = Path(args.out).read_text().split("\n\n| cases")[0]
+    print(render(saved["rows"], saved["speed"], head), end="")
+    return True
+
+
+def measure(
+    args: argparse.Namespace,
+    files: list[Path],
+    find: Callable[[Path], list[Case]],
+    *,
+    command: str,
+    default_per_file: int,
+) -> None:
+    """The cases of each file (`find`, spread, kept where the receiver resolves), asked in
+    each variant; the speed pairs; the table."""
     engine, extra = loaded_engine(args)
     engine.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
     rows: list[dict[str, Any]] = []
@@ -287,10 +320,10 @@ def main() -> None:
     started = time.perf_counter()
     for path in files:
         if not path.exists():
-            log(f"{path}: not installed, skipped")
+            log(f"{path}: not there, skipped")
             continue
         kept = 0
-        for case in spread(candidates(path), args.per_file * 3):
+        for case in spread(find(path), args.per_file * 3):
             if kept >= args.per_file:
                 break
             found = resolved(engine, case)
@@ -313,8 +346,8 @@ def main() -> None:
     fast = speed(engine, timed[: args.speed]) if args.speed else None
     title = machine(engine.models.target.info.path)
     head = (
-        f"# Next identifier at dereferences: {title}\n\n`spec-lsp bench names"
-        f"{' --per-file ' + str(args.per_file) if args.per_file != 8 else ''}"
+        f"# Next identifier at dereferences: {title}\n\n`{command}"
+        f"{' --per-file ' + str(args.per_file) if args.per_file != default_per_file else ''}"
         f"{f' --speed-only --speed {args.speed}' if args.speed_only else ''}`; settings: "
         f"{extra or 'defaults'}; {len(rows)} cases in {len(files)} files "
         f"({time.perf_counter() - started:.0f} s)."
@@ -322,6 +355,16 @@ def main() -> None:
     report(
         Path(args.out), render(rows, fast, head), {"rows": rows, "speed": fast, "settings": extra}
     )
+
+
+def main() -> None:
+    args = options(__doc__.split("\n")[0], "names.md", 8, 20)
+    if rendered_again(args):
+        return
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    site = Path(sysconfig.get_paths()["purelib"])
+    files = [stdlib / f for f in STDLIB] + [site / f for f in PACKAGES]
+    measure(args, files, candidates, command="spec-lsp bench names", default_per_file=8)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ TOP_LAYERS = [
         "spec_lsp.config",
         "spec_lsp.gguf_meta",
         "spec_lsp.textdiff",
+        "spec_lsp.syntax",
         "spec_lsp.cache_dirs",
     },
     {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)

@@ -1,4 +1,5 @@
-"""The guide's prepared analyses: Jedi's answers for each open Python document, made on a thread
+"""The guide's prepared analyses: Jedi's answers for each open Python document (tree-sitter's for
+JS/TS, Go, Rust and Java: prompts/guide/structural.py), made on a thread
 of its own after each edit (the newest text of the document edited last first), never on a
 request's way. A request reads the newest table there is for its document (maybe one version
 behind: scopes and receivers are keyed by text, not by line); without one it decodes unguided.
@@ -19,10 +20,13 @@ from typing import Any
 
 from spec_lsp.engine.context.stage import document_path
 from spec_lsp.prompts.guide.analysis import Analyser, Table
+from spec_lsp.prompts.guide.outline import LANGUAGES
+from spec_lsp.prompts.guide.structural import StructuralAnalyser
 from spec_lsp.textdiff import common_prefix
 
 log = logging.getLogger(__name__)
 PYTHON = (".py", ".pyi")
+BRACED = tuple(LANGUAGES)  # the brace languages' extensions (tree-sitter's analysis)
 SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
 
 
@@ -31,6 +35,7 @@ class Analyses:
         self.enabled = False  # (the `guide` setting; the texts are kept either way)
         self.folders: list[str] = []
         self.analyser = Analyser()
+        self.structural = StructuralAnalyser()
         self._lock = threading.Condition()
         self._texts: dict[str, tuple[int, str]] = {}  # document -> (our version, its text)
         self._tables: dict[str, Table] = {}
@@ -54,7 +59,7 @@ class Analyses:
                         self._queue(document)
 
     def document_changed(self, document_id: str, text: str) -> None:
-        if not document_path(document_id).endswith(PYTHON):
+        if not document_path(document_id).lower().endswith(PYTHON + BRACED):
             return
         with self._lock:
             version, old = self._texts.get(document_id, (0, ""))
@@ -78,11 +83,13 @@ class Analyses:
             self._near.pop(document_id, None)
             if document_id in self._pending:
                 self._pending.remove(document_id)
-        if watched:  # (an analysis running on it meanwhile forgets it when it ends)
-            self.analyser.forget(document_path(document_id))
+        if watched and not document_id.lower().endswith(BRACED):  # (Jedi's parser cache; an
+            self.analyser.forget(
+                document_path(document_id)
+            )  # analysis running forgets it at its end)
 
     def watches(self, document_id: str) -> bool:
-        """A Python document this store keeps the text of."""
+        """A document this store keeps the text of (Python, or a brace language)."""
         with self._lock:
             return document_id in self._texts
 
@@ -146,8 +153,10 @@ class Analyses:
 
     def _analyse(self, document: str, version: int, text: str, earlier: Table | None) -> None:
         path = document_path(document)
+        braced = path.lower().endswith(BRACED)
+        analyser = self.structural if braced else self.analyser
         try:
-            table = self.analyser.analyse(
+            table = analyser.analyse(
                 text,
                 version=version,
                 path=path,
@@ -156,7 +165,7 @@ class Analyses:
                 earlier=earlier,
                 cancelled=lambda: self._closed,
             )
-        except Exception:  # noqa: BLE001 (Jedi on odd input: unguided, and said in the log)
+        except Exception:  # noqa: BLE001 (odd input: unguided, and said in the log)
             log.exception("the analysis of %s failed: its completions are not guided", path)
             return
         time.sleep(self.delay_s)  # (tests: a late analysis)
@@ -169,7 +178,7 @@ class Analyses:
             self.last_seconds = table.seconds
             self._lock.notify_all()
         if closed:
-            self.analyser.forget(path)
+            analyser.forget(path)
 
     def _root(self, path: str) -> str | None:
         for folder in self.folders:
@@ -198,4 +207,5 @@ class Analyses:
             return {
                 "documents": len(self._tables),
                 "bytes": sum(t.nbytes() for t in self._tables.values()),
+                "outlines": self.structural.outlines.held(),  # (other files read: JS/TS, Go...)
             }

@@ -11,41 +11,20 @@ top-level statements (`if TYPE_CHECKING:`, `#ifndef` guards), never a function's
 not the file's definitions. Fields, parameters, imports and constructors (named as their class)
 are not definitions. A language without a grammar here has no definitions.
 
-A grammar is a wheel of its own (tree-sitter-python, ...): nothing is downloaded at run time; a
-missing one means no definitions for its files, logged once.
+The grammars and parsers are spec_lsp/syntax.py's (the guide reads the same trees).
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import os
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from spec_lsp.engine.context.types import Definition
+from spec_lsp.syntax import GRAMMARS, grammar_for, parse
 
-log = logging.getLogger(__name__)
-
-# file extension -> (grammar module, its function returning the language)
-GRAMMARS: dict[str, tuple[str, str]] = {}
-for _exts, _grammar in (
-    ((".py", ".pyi", ".pyw"), ("tree_sitter_python", "language")),
-    ((".js", ".jsx", ".mjs", ".cjs"), ("tree_sitter_javascript", "language")),
-    ((".ts", ".mts", ".cts"), ("tree_sitter_typescript", "language_typescript")),
-    ((".tsx",), ("tree_sitter_typescript", "language_tsx")),
-    ((".go",), ("tree_sitter_go", "language")),
-    ((".rs",), ("tree_sitter_rust", "language")),
-    ((".java",), ("tree_sitter_java", "language")),
-    ((".c", ".h"), ("tree_sitter_c", "language")),
-    (
-        (".cc", ".cpp", ".cxx", ".c++", ".hpp", ".hh", ".hxx", ".h++", ".ipp"),
-        ("tree_sitter_cpp", "language"),
-    ),  # fmt: skip
-):
-    GRAMMARS.update(dict.fromkeys(_exts, _grammar))
+__all__ = ["GRAMMARS", "grammar_for", "parse", "definitions", "around", "SymbolIndex"]
 
 _SUFFIXES = ("_definition", "_declaration", "_item", "_spec", "_specifier")
 _ALSO = {  # definitions whose type the suffixes miss
@@ -114,61 +93,9 @@ _NAME_TYPES = {
 _MAX_DEPTH = 8  # nesting of containers walked
 
 
-def grammar_for(path: str) -> tuple[str, str] | None:
-    return GRAMMARS.get(os.path.splitext(path)[1].lower())
-
-
 def is_function(kind: str) -> bool:
     """A definition whose body is code (its inside holds locals, not definitions)."""
     return any(word in kind for word in _FUNCTION_WORDS)
-
-
-class _Parsers(threading.local):
-    """A tree-sitter parser is not for two threads at once: one per thread and grammar."""
-
-    def __init__(self) -> None:
-        self.parsers: dict[tuple[str, str], Any] = {}
-
-
-_parsers = _Parsers()
-_languages: dict[tuple[str, str], Any] = {}
-_missing: set[tuple[str, str]] = set()
-_languages_lock = threading.Lock()
-
-
-def _language(grammar: tuple[str, str]) -> Any | None:
-    with _languages_lock:
-        if grammar in _languages:
-            return _languages[grammar]
-        if grammar in _missing:
-            return None
-        try:
-            import tree_sitter
-
-            module = importlib.import_module(grammar[0])
-            language = tree_sitter.Language(getattr(module, grammar[1])())
-        except Exception as error:  # not installed, or a grammar this tree-sitter cannot load
-            log.warning("no definitions from %s files: %s", grammar[0], error)
-            _missing.add(grammar)
-            return None
-        _languages[grammar] = language
-        return language
-
-
-def parse(path: str, text: str) -> Any | None:
-    """The syntax tree of a file (None for a language without a grammar here)."""
-    grammar = grammar_for(path)
-    if grammar is None:
-        return None
-    parser = _parsers.parsers.get(grammar)
-    if parser is None:
-        language = _language(grammar)
-        if language is None:
-            return None
-        import tree_sitter
-
-        parser = _parsers.parsers[grammar] = tree_sitter.Parser(language)
-    return parser.parse(text.encode("utf-8", "surrogatepass"))
 
 
 def definitions(path: str, text: str) -> tuple[Definition, ...]:

@@ -32,7 +32,6 @@ from spec_lsp.engine.startup.loading import Loaded
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
-from spec_lsp.prompts.guide import scopes
 from spec_lsp.prompts.guide.monitor import Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
@@ -273,7 +272,14 @@ class LocalStage:
         if prompt.healed and text.endswith(prompt.healed):
             text = text[: -len(prompt.healed)]
         return Monitor(
-            self._names, table, text=text, scope=scopes.at_end(text), bias=self.settings.guide_bias
+            self._names,
+            table,
+            text=text,
+            scope=table.scope_at(text),
+            bias=table.incomplete_bias
+            if self.settings.guide_bias is None
+            else self.settings.guide_bias,
+            syntax=table.syntax,
         )
 
     # -- idle time ---------------------------------------------------------------------------

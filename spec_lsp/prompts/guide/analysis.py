@@ -67,6 +67,15 @@ class Table:
     seconds: float = 0.0  # time the analysis took
     done: bool = False  # every receiver found was analysed (not cut by the time budget)
 
+    syntax = "python"  # how the monitor reads the text (trigger.py); brace languages: "braces"
+    # `guideBias` unset: what an incomplete member set's outsiders lose (Jedi's incomplete sets,
+    # builtins' stubs mostly: a bias lost a right name and avoided none, bench/README.md)
+    incomplete_bias = 0.0
+
+    def scope_at(self, text: str) -> Scope:
+        """The scope the end of `text` (the cursor) is in, as this table keys it."""
+        return scopes.at_end(text)
+
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
         """The receiver's members in `scope` or the nearest enclosing scope that has them."""
         scope = _keyed(scope, receiver.removeprefix("call "))

@@ -43,6 +43,7 @@ class Monitor:
     text: str  # the text the prompt ends with (before the cursor, as the model reads it)
     scope: Scope
     bias: float = 0.0  # for an incomplete member set: subtracted from the other tokens' logits
+    syntax: str = "python"  # how the text is read (trigger.py): "python" or "braces"
     rows: dict[int, Row] = field(default_factory=dict)  # position in the generation -> Row
     seconds: float = 0.0  # spent here (reading the text, masking)
     _masks: OrderedDict[tuple[int, str, str], np.ndarray] = field(default_factory=OrderedDict)
@@ -50,7 +51,7 @@ class Monitor:
     def __post_init__(self) -> None:
         cut = self.text.rfind("\n") + 1
         self._line = self.text[cut:]
-        self._in_string = _open_triple(self.text)
+        self._in_string = open_span(self.text, self.syntax)
 
     # -- the loop's two questions ------------------------------------------------------------
     def guide(self, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
@@ -109,17 +110,17 @@ class Monitor:
         """(the members, the trigger point) at the end of the text so far; None: no trigger;
         (None, point): a trigger whose receiver the table does not know."""
         generated = b"".join(self.names.pieces[t] for t in out).decode("utf-8", "replace")
-        if self._in_string ^ _open_triple(generated):
+        if self._in_string ^ open_span(generated, self.syntax):
             return None
         cut = generated.rfind("\n")
         line = self._line + generated if cut < 0 else generated[cut + 1 :]
-        point = trigger.find(line)
+        point = trigger.find(line, self.syntax)
         if point is not None and not (point.statement_start and self._defining(point)):
             prefix = "from " if point.kind == "import" else ""
             members = self.table.lookup(self.scope, prefix + point.receiver)
             if members is not None or point.sep != ".":
                 return members, point
-        call = trigger.find_keyword(line)
+        call = trigger.find_keyword(line) if self.syntax == "python" else None
         if call is not None:
             return self.table.lookup(self.scope, f"call {call.receiver}"), call
         return (None, point) if point is not None and point.sep != "." else None
@@ -144,6 +145,10 @@ class Monitor:
         return keep
 
 
-def _open_triple(text: str) -> bool:
-    """Whether `text` leaves a triple-quoted string open (counted, not parsed)."""
-    return (text.count('"""') + text.count("'''")) % 2 == 1
+def open_span(text: str, syntax: str) -> bool:
+    """Whether `text` leaves a string or comment spanning lines open (counted, not parsed):
+    Python's triple-quoted strings; a brace language's `/* */` comments and JS's template
+    strings (`` ` ``)."""
+    if syntax == "python":
+        return (text.count('"""') + text.count("'''")) % 2 == 1
+    return text.rfind("/*") > text.rfind("*/") or text.count("`") % 2 == 1

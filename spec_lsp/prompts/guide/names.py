@@ -69,6 +69,7 @@ class NameTokens:
         assign: defaultdict[str, list[int]] = defaultdict(list)  # run + "=" (not "==")
         self.plain = _Keyed()  # every token
         self.after_sep = {sep: _Keyed() for sep in SEPARATORS}  # tokens opening with sep
+        self.hashed = _Keyed()  # tokens `#name...`: a TypeScript private member's beginning
         self.opens_with = {sep: np.zeros(self.size, dtype=bool) for sep in SEPARATORS}
         self.sep_only = {sep: np.zeros(self.size, dtype=bool) for sep in SEPARATORS}
         for token, piece in enumerate(self.pieces):
@@ -81,6 +82,8 @@ class NameTokens:
             run = name_run(text)
             if text[run : run + 1] == "=" and text[run + 1 : run + 2] != "=":
                 assign[text[:run]].append(token)
+            if text[:1] == "#" and text[1:2] and is_name_char(text[1]):
+                self.hashed.add(token, text[1:])
             sep = text[:1]
             if sep in self.after_sep:
                 self.opens_with[sep][token] = True
@@ -89,6 +92,7 @@ class NameTokens:
                 elif text[1:2] and is_name_char(text[1]):
                     self.after_sep[sep].add(token, text[1:])
         self.plain.freeze()
+        self.hashed.freeze()
         self.assign = {k: np.asarray(v, dtype=np.int64) for k, v in assign.items()}
         every = [t for tokens in assign.values() for t in tokens]
         self._assigning = np.asarray(every, dtype=np.int64)
@@ -109,8 +113,15 @@ class NameTokens:
                 _mark(keep, keyed, name)
             return keep
         for name in names:
-            if name.startswith(written):
-                _mark(keep, self.plain, name[len(written) :])
+            if not name.startswith(written):
+                continue
+            rest = name[len(written) :]
+            if rest.startswith("#"):  # (`#` alone, or `#` and the name's beginning)
+                if "#" in self.by_text:
+                    keep[self.by_text["#"]] = True
+                _mark(keep, self.hashed, rest[1:])
+            else:
+                _mark(keep, self.plain, rest)
         return keep
 
     def keyword_allowed(self, written: str, names: frozenset[str]) -> np.ndarray:

@@ -8,7 +8,7 @@ headers, which edits elsewhere in the file do not change.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 Scope = tuple[str, ...]  # ("class Browser", "def fetch"); () is the module
 _HEADER = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
@@ -39,24 +39,32 @@ def each_line(lines: list[str]) -> Iterator[Scope]:
             stack.append((len(header.group(1)), f"{header.group(2)} {header.group(3)}"))
 
 
-def at_end(text: str, *, max_lines: int = 4000) -> Scope:
-    """The scope of the end of `text` (the cursor), reading headers upwards."""
+def _outer_lines(
+    text: str, max_lines: int, code: Callable[[str], bool], width: Callable[[str], int]
+) -> Iterator[str]:
+    """The code lines above the end of `text` each less indented than every line after it,
+    innermost first (a blank line being typed on: its indentation so far)."""
     lines = text.split("\n")
-    last = lines[-1]
-    limit = _indent(last)  # (a blank line being typed on: its indentation so far)
-    found: list[str] = []
+    limit = width(lines[-1])
     for line in reversed(lines[-max_lines:-1]):
-        if not _code(line):
+        if not code(line):
             continue
-        indent = _indent(line)
+        indent = width(line)
         if indent >= limit:
             continue
+        yield line
+        limit = indent
+        if limit == 0:
+            return
+
+
+def at_end(text: str, *, max_lines: int = 4000) -> Scope:
+    """The scope of the end of `text` (the cursor), reading headers upwards."""
+    found: list[str] = []
+    for line in _outer_lines(text, max_lines, _code, _indent):
         header = _HEADER.match(line)
         if header:
             found.append(f"{header.group(2)} {header.group(3)}")
-        limit = indent
-        if limit == 0:
-            break
     return tuple(reversed(found))
 
 
@@ -66,3 +74,28 @@ def enclosing_class(scope: Scope) -> Scope:
         if scope[i - 1].startswith("class "):
             return scope[:i]
     return scope
+
+
+def _width(line: str) -> int:
+    """Indentation as a width (a tab as 4: files that mix tabs and blanks)."""
+    head = line[: len(line) - len(line.lstrip(" \t"))]
+    return len(head.expandtabs(4))
+
+
+def _braced_code(line: str) -> bool:
+    """A line of a brace language that may open a scope: not blank, not a comment, not a
+    closing bracket, not an annotation."""
+    stripped = line.strip()
+    if stripped == "{":  # (a body opened on a line of its own: the header is above)
+        return False
+    return bool(stripped) and not stripped.startswith(
+        ("//", "/*", "*", ")", "]", "}", ">", "#", "@")
+    )
+
+
+def enclosing_lines(text: str, *, max_lines: int = 4000) -> tuple[str, ...]:
+    """A brace language's lines around the end of `text`, outermost first: each code line less
+    indented than every line after it (without its indentation). The scopes' headers are among
+    them (the analysis keeps those it knows: a class's, a function's); the others are blocks."""
+    found = [line.strip() for line in _outer_lines(text, max_lines, _braced_code, _width)]
+    return tuple(reversed(found))

@@ -9,6 +9,12 @@ Two trigger points (Python):
 - a keyword argument: `call(..., name` with `call` a chain of names; only tokens that end the
   name with `=` are constrained (to names the call takes): a positional argument is free.
 
+Brace languages (JS/TS, Go, Rust, Java: `syntax="braces"`): the member trigger alone, with a
+TypeScript private name (`this.#x`) and Rust's paths (`Type::`, `module::`, once the `::` is
+written; the receiver then ends with `::`); comments are `//`, strings `"`, `'` and `` ` ``
+(Rust's lifetimes are not strings), and the words that define a name (`class`, `fn`, `func`,
+`let`, ...) or are no receiver (`return`, `new`, ...) keep it free.
+
 Nothing triggers inside a string or a comment (on the line; a triple-quoted string spanning
 lines is the caller's to know), after a receiver that is a call or a subscript (`f().`, `x[0].`:
 no chain of names), or on a number. Whether the receiver resolves is the analysis's to say.
@@ -17,6 +23,7 @@ no chain of names), or on a number. Whether the receiver resolves is the analysi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 _CHAIN = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
@@ -41,8 +48,10 @@ class Trigger:
     statement_start: bool = False  # the receiver opens the statement (maybe an assignment)
 
 
-def find(line: str) -> Trigger | None:
+def find(line: str, syntax: str = "python") -> Trigger | None:
     """The trigger point at the end of `line` (the text from the last newline on), if any."""
+    if syntax != "python":
+        return _find_braced(line)
     if _open_string_or_comment(line):
         return None
     found = _FROM.match(line)
@@ -51,14 +60,26 @@ def find(line: str) -> Trigger | None:
     found = _FROM_BARE.match(line)
     if found:
         return Trigger("import", found.group(1), "", " ")
-    found = _MEMBER.search(line)
+    return _member(line, (_MEMBER, _RECEIVER), _KEYWORDS, _after_def)
+
+
+def _member(
+    line: str,
+    patterns: tuple[re.Pattern[str], re.Pattern[str]],
+    words: frozenset[str],
+    defining: Callable[[str, int], bool],
+) -> Trigger | None:
+    """`chain.` (maybe a name begun) or `chain` (its `.` to come) at the end of `line`, unless
+    the chain opens with one of `words` or is a name being defined."""
+    member, receiver_only = patterns
+    found = member.search(line)
     sep = ""
     if found is None:
-        found, sep = _RECEIVER.search(line), "."
+        found, sep = receiver_only.search(line), "."
         if found is None:
             return None
     receiver = found.group(1)
-    if receiver.split(".", 1)[0] in _KEYWORDS or _after_def(line, found.start()):
+    if receiver.split(".", 1)[0] in words or defining(line, found.start()):
         return None
     written = found.group(2) if not sep else ""
     return Trigger("member", receiver, written, sep, not line[: found.start()].strip())
@@ -122,6 +143,19 @@ def _open_string_or_comment(line: str) -> bool:
     """Whether the end of `line` is inside a string or a comment begun on it."""
     if "#" not in line and "'" not in line and '"' not in line:
         return False
+    return _left_open(line, comment="#", quotes="'\"", triple=True)
+
+
+def _left_open(
+    line: str,
+    *,
+    comment: str,
+    quotes: str,
+    triple: bool = False,
+    opens: Callable[[str, int], bool] = lambda line, i: True,
+) -> bool:
+    """Whether the end of `line` is inside a quoted text or a comment (`comment` to the end of
+    the line); `opens`: whether a quote character at i begins a string."""
     quote = ""
     i = 0
     while i < len(line):
@@ -134,11 +168,62 @@ def _open_string_or_comment(line: str) -> bool:
                 i += len(quote)
                 quote = ""
                 continue
-        elif c == "#":
+        elif line.startswith(comment, i):
             return True
-        elif c in "'\"":
-            quote = c * 3 if line.startswith(c * 3, i) else c
+        elif c in quotes and opens(line, i):
+            quote = c * 3 if triple and line.startswith(c * 3, i) else c
             i += len(quote)
             continue
         i += 1
     return bool(quote)
+
+
+# -- brace languages -----------------------------------------------------------------------------
+_B_MEMBER = re.compile(rf"(?<![\w.$#:])({_CHAIN})\.(#?\w*)$")
+_B_RECEIVER = re.compile(rf"(?<![\w.$#:])({_CHAIN})$")
+_B_PATH = re.compile(r"(?<![\w.$:])((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)::(\w*)$")
+_B_DEFINING = frozenset(
+    "class interface struct enum trait impl fn func function let const var type mod package "
+    "import use extends implements namespace module".split()
+)
+_B_WORDS = frozenset(
+    "return new typeof await yield throw case in of instanceof delete void if else for while "
+    "switch do break continue let const var fn func go defer chan map struct type import package "
+    "pub use mod impl trait enum match loop as where mut ref static final public private "
+    "protected class interface extends implements throws function export default async "
+    "unsafe dyn move true false null nil undefined".split()
+)
+
+
+def _find_braced(line: str) -> Trigger | None:
+    if _open_braced(line):
+        return None
+    found = _B_PATH.search(line)
+    if found is not None:
+        if _defining_braced(line, found.start()) or found.group(1).split("::")[0] in _B_WORDS:
+            return None
+        return Trigger("member", found.group(1) + "::", found.group(2), "")
+    return _member(line, (_B_MEMBER, _B_RECEIVER), _B_WORDS, _defining_braced)
+
+
+_GO_METHOD = re.compile(r"^\s*func\s*\([^)]*\)\s*$")  # `func (s *S) ` before a method's name
+
+
+def _defining_braced(line: str, at: int) -> bool:
+    before = line[:at].split()
+    return bool(before) and before[-1] in _B_DEFINING or bool(_GO_METHOD.match(line[:at]))
+
+
+def _open_braced(line: str) -> bool:
+    """Whether the end of `line` is inside a string or a `//` comment begun on it (a Rust
+    lifetime `'a` opens no string: a character literal is one character and its quote)."""
+    if "/" not in line and "'" not in line and '"' not in line and "`" not in line:
+        return False
+    return _left_open(line, comment="//", quotes="'\"`", opens=_char_literal)
+
+
+def _char_literal(line: str, i: int) -> bool:
+    if line[i] != "'":
+        return True
+    rest = line[i + 1 : i + 4]
+    return rest[1:2] == "'" or rest[:1] == "\\" or len(rest) < 2 or not rest[:1].isalpha()

@@ -1,0 +1,295 @@
+"""Names to the workspace's types and types to their members, for the brace languages' guide
+(structural.py builds its table with these): a file's own outline, the other files' read from
+disk and kept while their modification time holds, and the rules of each language for what a
+type has (inherited members, Go's methods across the package's files, Rust's impls, what every
+object has) and whether that is all (complete).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from spec_lsp.prompts.guide import declared
+from spec_lsp.prompts.guide.analysis import Members
+from spec_lsp.prompts.guide.outline import Outline, TypeDecl
+
+Ref = tuple[str, str]  # (the file declaring a type, its name)
+OBJECT_JS = frozenset(
+    "constructor toString toLocaleString valueOf hasOwnProperty isPrototypeOf "
+    "propertyIsEnumerable".split()
+)
+FUNCTION_JS = frozenset("name length prototype apply call bind toString".split())
+OBJECT_JAVA = frozenset("equals hashCode toString getClass notify notifyAll wait".split())
+ENUM_JAVA = frozenset("name ordinal compareTo getDeclaringClass describeConstable".split())
+EXTENSIONS = {
+    "ts": (".ts", ".tsx", ".mts", ".cts"),
+    "js": (".js", ".jsx", ".mjs", ".cjs"),
+    "go": (".go",),
+    "rust": (".rs",),
+    "java": (".java",),
+}
+_MODULE = re.compile(r"^module\s+(\S+)", re.M)
+MAX_DIR_FILES = 200  # files of one folder read for a Go package or beside a file
+
+
+@dataclass(frozen=True)
+class Resolved:
+    members: Members | None  # an instance's
+    statics: Members | None  # the type's name's (`K.` / `K::`)
+    fields: dict[str, Ref]  # field -> its declared type
+
+
+class Outlines:
+    """Other files' outlines, read from disk, kept while their modification time holds."""
+
+    def __init__(self, *, size: int = 4000) -> None:
+        self.size = size
+        self._held: dict[str, tuple[tuple[int, int], Outline | None]] = {}
+        self._lock = threading.Lock()
+
+    def at(self, path: str) -> Outline | None:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            held = self._held.get(path)
+        if held is not None and held[0] == stamp:
+            return held[1]
+        try:
+            text = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        found = declared.outline(path, text)
+        with self._lock:
+            if len(self._held) >= self.size:
+                self._held.clear()
+            self._held[path] = (stamp, found)
+        return found
+
+    def held(self) -> int:
+        with self._lock:
+            return len(self._held)
+
+    def beside(self, path: str, language: str) -> list[Outline]:
+        """The files of the same language in `path`'s folder (itself included)."""
+        folder = os.path.dirname(path)
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return []
+        suffixes = EXTENSIONS[language]
+        found: list[Outline] = []
+        for name in names[: MAX_DIR_FILES * 4]:
+            if not name.endswith(suffixes) or len(found) >= MAX_DIR_FILES:
+                continue
+            if language == "go" and name.endswith("_test.go") and not path.endswith("_test.go"):
+                continue  # (a package's tests see its members, not the other way)
+            one = self.at(os.path.join(folder, name))
+            if one is not None:
+                found.append(one)
+        return found
+
+
+class Resolver:
+    """Types and namespaces of one analysis (the file's own outline in place of its disk copy)."""
+
+    def __init__(self, own: Outline, outlines: Outlines) -> None:
+        self.own, self.outlines = own, outlines
+        self.types: dict[Ref, Resolved] = {}
+        self._busy: set[Ref] = set()
+        self._beside: dict[tuple[str, str], list[Outline]] = {}
+
+    def outline(self, path: str) -> Outline | None:
+        return self.own if path == self.own.path else self.outlines.at(path)
+
+    def beside(self, outline: Outline) -> list[Outline]:
+        key = (os.path.dirname(outline.path), outline.language)
+        found = self._beside.get(key)
+        if found is None:  # (read once per analysis: a folder's files are asked often)
+            found = self.outlines.beside(outline.path, outline.language)
+            found = [self.own if o.path == self.own.path else o for o in found]
+            self._beside[key] = found
+        return found or [outline]
+
+    # -- names to types ---------------------------------------------------------------------
+    def find(self, name: str, where: Outline) -> Ref | None:
+        if "." in name and where.language == "go":
+            package, _, inner = name.partition(".")
+            spec = where.namespaces.get(package)
+            folder = self.go_package(where.path, spec) if spec else None
+            return self._in_files(inner, self._folder(folder, "go")) if folder else None
+        if name in where.types:
+            return (where.path, name)
+        imported = where.imported.get(name)
+        if imported is not None:
+            module = self.module_file(where, imported[0])
+            there = self.outline(module) if module else None
+            if there is not None and imported[1] in there.types:
+                return (there.path, imported[1])
+            return None
+        if where.language in ("go", "java", "rust"):
+            return self._in_files(name, self.beside(where))
+        return None
+
+    def _in_files(self, name: str, outlines: list[Outline]) -> Ref | None:
+        for outline in outlines:
+            if name in outline.types:
+                return (outline.path, name)
+        return None
+
+    def _folder(self, folder: str, language: str) -> list[Outline]:
+        return self.beside(Outline(os.path.join(folder, "x"), language))
+
+    def go_package(self, path: str, spec: str) -> str | None:
+        """The folder of a Go import path in the workspace (by go.mod, or a GOPATH's src/)."""
+        folder = os.path.dirname(path)
+        for _ in range(12):
+            mod = os.path.join(folder, "go.mod")
+            if os.path.isfile(mod):
+                found = _MODULE.search(Path(mod).read_text(errors="replace"))
+                if found and (spec == found.group(1) or spec.startswith(found.group(1) + "/")):
+                    inner = os.path.join(folder, spec[len(found.group(1)) :].lstrip("/"))
+                    return inner if os.path.isdir(inner) else None
+                break
+            parent = os.path.dirname(folder)
+            if parent == folder:
+                break
+            folder = parent
+        cut = path.rfind("/src/")
+        inner = os.path.join(path[: cut + 5], spec) if cut >= 0 else ""
+        return inner if inner and os.path.isdir(inner) else None
+
+    def module_file(self, where: Outline, spec: str) -> str | None:
+        """A relative JS/TS import's file; a Rust `crate::a::T`'s (or `super::`, `self::`)."""
+        folder = os.path.dirname(where.path)
+        if where.language == "rust":
+            return self.rust_module(where.path, spec.split("::")[:-1])
+        if where.language not in ("js", "ts") or not spec.startswith("."):
+            return None
+        base = os.path.normpath(os.path.join(folder, spec))
+        stem = base[: -len(Path(base).suffix)] if Path(base).suffix in (".js", ".mjs") else base
+        for candidate in (base, *(stem + e for e in (".ts", ".tsx", ".d.ts", ".js", ".mjs"))):
+            if os.path.isfile(candidate):
+                return candidate
+        for index in ("index.ts", "index.tsx", "index.js"):
+            if os.path.isfile(os.path.join(base, index)):
+                return os.path.join(base, index)
+        return None
+
+    def rust_module(self, path: str, parts: list[str]) -> str | None:
+        folder = os.path.dirname(path)
+        stem = Path(path).stem
+        here = folder if stem in ("mod", "lib", "main") else os.path.join(folder, stem)
+        if parts and parts[0] == "crate":
+            root = folder
+            for _ in range(12):
+                if os.path.isfile(os.path.join(os.path.dirname(root), "Cargo.toml")):
+                    break
+                root = os.path.dirname(root)
+            here, parts = root, parts[1:]
+        elif parts and parts[0] == "super":
+            here, parts = (folder if here != folder else os.path.dirname(folder)), parts[1:]
+        elif parts and parts[0] == "self":
+            parts = parts[1:]
+        if not parts:
+            return None if here != folder else path
+        for part in parts[:-1]:
+            here = os.path.join(here, part)
+        for candidate in (
+            os.path.join(here, parts[-1] + ".rs"),
+            os.path.join(here, parts[-1], "mod.rs"),
+        ):
+            if os.path.isfile(candidate):
+                return candidate
+        return None
+
+    # -- types to members -------------------------------------------------------------------
+    def resolve(self, ref: Ref) -> Resolved | None:
+        if ref in self.types:
+            return self.types[ref]
+        outline = self.outline(ref[0])
+        decl = outline.types.get(ref[1]) if outline is not None else None
+        if outline is None or decl is None or ref in self._busy:
+            return None
+        self._busy.add(ref)
+        try:
+            found = self._resolve(outline, decl)
+        finally:
+            self._busy.discard(ref)
+        self.types[ref] = found
+        return found
+
+    def _resolve(self, outline: Outline, decl: TypeDecl) -> Resolved:
+        lang = outline.language
+        names, statics = set(decl.members), set(decl.statics)
+        complete = not decl.open and lang not in ("js", "rust")
+        fields: dict[str, Ref] = {}
+        if lang in ("go", "rust"):
+            for other in self.beside(outline):
+                names |= other.methods.get(decl.name, set())
+                statics |= other.assoc.get(decl.name, set())
+                for trait in other.traits.get(decl.name, []) if lang == "rust" else []:
+                    found = self.find(trait, other)
+                    base = self.resolve(found) if found else None
+                    if base is not None and base.members is not None:
+                        names |= base.members.names
+        bases = [b for b in decl.bases if not (lang == "java" and b == "Object")]
+        for base_name in bases:
+            found = self.find(base_name, outline) if base_name != "?" else None
+            base = self.resolve(found) if found else None
+            if base is None or base.members is None:
+                complete = False
+                continue
+            names |= base.members.names
+            complete = complete and base.members.complete
+            statics |= base.statics.names if base.statics is not None else set()
+            fields.update(base.fields)
+        for name, kind in decl.fields.items():
+            found = self.find(kind, outline)
+            if found is not None:
+                fields[name] = found
+        names |= _extra_members(lang, decl)
+        statics |= _extra_statics(lang, decl)
+        if lang == "java":  # (an instance names its class's static members too)
+            names |= statics - {"class"}
+        members = Members(frozenset(names), complete) if names else None
+        static_set = Members(frozenset(statics), complete) if lang != "go" and statics else None
+        return Resolved(members, static_set, fields)
+
+    def namespace(self, where: Outline, spec: str) -> Members | None:
+        if where.language == "go":
+            folder = self.go_package(where.path, spec)
+            files = self._folder(folder, "go") if folder else []
+            exported = {n for o in files for n in o.exports}
+            return Members(frozenset(exported), True) if exported else None
+        if where.language == "rust":
+            module = self.rust_module(where.path, [spec.removeprefix("mod ")])
+        else:
+            module = self.module_file(where, spec)
+        there = self.outline(module) if module else None
+        if there is None or not there.exports:
+            return None
+        return Members(frozenset(there.exports), not there.open_exports)
+
+
+def _extra_members(lang: str, decl: TypeDecl) -> frozenset[str]:
+    if lang in ("js", "ts") and decl.kind != "enum_declaration":
+        return OBJECT_JS
+    if lang == "java":
+        return OBJECT_JAVA | (ENUM_JAVA if decl.kind == "enum_declaration" else frozenset())
+    return frozenset()
+
+
+def _extra_statics(lang: str, decl: TypeDecl) -> frozenset[str]:
+    if lang in ("js", "ts") and "class" in decl.kind:
+        return FUNCTION_JS
+    if lang == "java":
+        enum = frozenset({"values", "valueOf"}) if decl.kind == "enum_declaration" else frozenset()
+        return frozenset({"class"}) | enum
+    return frozenset()
