@@ -57,6 +57,9 @@ class LocalStage:
     ) -> None:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.backend, self.stores, self.totals = backend, stores, totals
+        # the document in focus's prefix, evaluated while idle; one the focus leaves is kept in
+        # the state pool
+        self.file_prefix = FilePrefix(kept=stores.states)
         self.profile: cost_profile.CostProfile | None = None
         self._measured_at: float | None = None  # (monotonic) when this session last measured it
         self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
@@ -79,8 +82,10 @@ class LocalStage:
         return cls(loaded, settings=settings, backend=backend, stores=stores, totals=totals)
 
     def configure(self, settings: Settings) -> None:
-        """New settings for the same models: KV shift, the cost profile, the drafter."""
+        """New settings for the same models: KV shift, the cost profile, the drafter; the file
+        prefix evaluated anew."""
         self.settings = settings
+        self.file_prefix.clear()
         on = settings.kv_shift and settings.cache
         for model in (self.loaded.target, self.loaded.draft):
             if model is not None:
@@ -106,7 +111,18 @@ class LocalStage:
         """A document opened: the file prefix is its own, its block chosen and evaluated first,
         then its text, while idle (file_prefix.focus)."""
         if self.settings.cache:
-            self.stores.file_prefix.focus(request, self.prompts, self.settings)
+            self.file_prefix.focus(request, self.prompts, self.settings)
+
+    @property
+    def focus(self) -> str:
+        """The document whose file prefix it keeps ("" none)."""
+        return self.file_prefix.document
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        self.file_prefix.document_changed(document_id, text)
+
+    def document_closed(self, document_id: str) -> None:
+        self.file_prefix.forget(document_id)
 
     # -- a request ---------------------------------------------------------------------------
     def complete(self, answer: Answer) -> str | None:
@@ -126,7 +142,7 @@ class LocalStage:
             stats.cache = answer.kind or reused or reuse_kind(stats)
             answer.settled()
             if self.settings.cache:  # where the file prefix grows next, while idle
-                stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+                self.file_prefix.follow(request, prompt, self.prompts, self.settings)
         stores.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
         return text
 
@@ -138,7 +154,7 @@ class LocalStage:
         with the block once the file prefix holds it, whatever it costs. (An Invoked request
         taking the rest of the block on its own time, up to 1.5x its prompt, made later places
         4.5x slower on the places bench and added no exact line on the cross-file one.)"""
-        prompts, settings, fp = self.prompts, self.settings, self.stores.file_prefix
+        prompts, settings, fp = self.prompts, self.settings, self.file_prefix
         mine = settings.cache and fp.document == request.document_id
         candidates = prompts.candidates(
             request,
@@ -183,11 +199,11 @@ class LocalStage:
         """Tokens of the prompt that no cache holds."""
         live = common_prefix_len(self.loaded.target.tokens, prompt.tokens)
         saved = self.stores.states.held(request.document_id, prompt.tokens)
-        return len(prompt.tokens) - max(live, saved, self.stores.file_prefix.held(prompt.tokens))
+        return len(prompt.tokens) - max(live, saved, self.file_prefix.held(prompt.tokens))
 
     def prepare_caches(self, document: str, prompt: Prompt) -> str:
         """The live KV cache made to hold as much of the prompt as any cache does; how."""
-        loaded, fp = self.loaded, self.stores.file_prefix
+        loaded, fp = self.loaded, self.file_prefix
         if not self.settings.cache:
             loaded.target.truncate(0)
             if loaded.draft is not None:
@@ -286,7 +302,7 @@ class LocalStage:
         if not prompt.tokens:
             return 0
         self.prepare_caches(request.document_id, prompt)
-        self.stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+        self.file_prefix.follow(request, prompt, self.prompts, self.settings)
         target = self.loaded.target
         _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
         self.totals.count_prewarm(evaluated)
@@ -298,7 +314,7 @@ class LocalStage:
         context block to choose, or the last place to prewarm with a new block."""
         if self.needs_profile:
             return True
-        fp = self.stores.file_prefix
+        fp = self.file_prefix
         return self.settings.cache and (
             fp.pending
             or (fp.request is not None and self.stores.context.stale(self._focus()))
@@ -308,7 +324,7 @@ class LocalStage:
     @property
     def block_pending(self) -> bool:
         """The file prefix's context block is to be chosen, or chosen and not in the KV yet."""
-        fp, settings = self.stores.file_prefix, self.settings
+        fp, settings = self.file_prefix, self.settings
         if not (settings.cache and fp.document) or fp.ready:
             return False
         return fp.block is not None or (
@@ -330,10 +346,10 @@ class LocalStage:
             if self.needs_profile or not self.settings.cache:
                 return 0
         self._choose_block()  # (before the text: block and text are evaluated in one pass)
-        grown = self.stores.file_prefix.grow(
+        grown = self.file_prefix.grow(
             target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
         )
-        fp = self.stores.file_prefix
+        fp = self.file_prefix
         place = fp.unwarmed()
         if place is None or cancel.cancelled:
             return grown
@@ -346,7 +362,7 @@ class LocalStage:
         """What the file prefix's block is chosen for: its document and the budget. Not the
         place: typing and moving in a file never change its block (each change costs
         evaluation); what it is chosen from does (other documents, the workspace)."""
-        fp = self.stores.file_prefix
+        fp = self.file_prefix
         return (fp.document, self.settings.context_tokens)
 
     def _choose_block(self) -> None:
@@ -354,7 +370,7 @@ class LocalStage:
         file prefix (opened, or asked about), before its text is evaluated (each token once),
         and again when what it is chosen from changed (file_prefix: only the block's new
         tokens are evaluated then, with kvShift)."""
-        fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        fp, context, focus = self.file_prefix, self.stores.context, self._focus()
         if fp.came_back:  # the focus came back: the block its text was evaluated after
             fp.came_back = False
             context.adopt(fp.document, focus, fp.block)
@@ -437,4 +453,10 @@ class LocalStage:
                 cost_profile.save(profile)
 
     def report(self) -> dict[str, Any]:
-        return {"cost_profile": self.profile.relative() if self.profile else None}
+        return {
+            "cost_profile": self.profile.relative() if self.profile else None,
+            "file_prefix": self.file_prefix.report(),
+        }
+
+    def memory(self) -> dict[str, Any]:
+        return {"file_prefix": self.file_prefix.memory()}
