@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -59,3 +60,28 @@ def timed_completion(
             first = last
         tokens += 1
     return tokens, last - first
+
+
+@contextmanager
+def decode_clock() -> Iterator[list[tuple[float, float, float, float]]]:
+    """Every llama_decode call made inside, ours and plain llama-cpp-python's alike, as (wall
+    start, wall end, thread CPU start, thread CPU end): what a loop adds between the model's
+    passes is then told apart, in wall time and in the CPU time of its own thread (which other
+    load does not inflate)."""
+    import llama_cpp
+    import llama_cpp.llama_cpp as low
+
+    calls: list[tuple[float, float, float, float]] = []
+    original = low.llama_decode
+
+    def timed(ctx: Any, batch: Any) -> int:
+        start, cpu = time.perf_counter(), time.thread_time()
+        rc = original(ctx, batch)
+        calls.append((start, time.perf_counter(), cpu, time.thread_time()))
+        return int(rc)
+
+    low.llama_decode = llama_cpp.llama_decode = timed
+    try:
+        yield calls
+    finally:
+        low.llama_decode = llama_cpp.llama_decode = original

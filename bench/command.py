@@ -34,6 +34,7 @@ MODULES = {
     "remote": "remote",  # the remote engine against `python -m llama_cpp.server`
     "replay": "replay",  # keystroke latency over LSP, with and without caching
     "policy-replay": "policy_replay",  # the adaptive policy replayed without timing noise
+    "overhead": "overhead",  # the loop's own cost per token against plain llama-cpp-python
     "probe-cost": "probe_cost",  # what the crash probe adds to a first start
     "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
     "retention": "retention",

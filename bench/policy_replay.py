@@ -58,6 +58,7 @@ from spec_lsp.engine.toolkit import (
     NgramDrafter,
     RealizedYield,
     Shadows,
+    after_cursor,
     common_prefix_len,
     draft_round,
     generate,
@@ -274,11 +275,13 @@ def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = 
     ledger = RealizedYield()
     ratios: dict[str, list[float]] = {name: [] for name in drafters if name != "plain"}
     counts = {name: [0, 0] for name in ratios}  # drafted, accepted
+    by_source: dict[str, list[int]] = {}  # rounds, drafted, accepted
     turn = 0
     for item in data["files"]:
         estimates = {name: AcceptanceEstimate(prior_acceptance(0.0)) for name in ratios}
         for c in item["completions"][:per_file]:
-            job = DecodeJob(c["prompt"], TOKENS, SamplingParams(0.0), frozenset())
+            suffix = after_cursor(c["prompt"], target.info.special)  # (a source of its own)
+            job = DecodeJob(c["prompt"], TOKENS, SamplingParams(0.0), frozenset(), suffix=suffix)
             greedy(target, c["prompt"], TOKENS)  # warm: the prompt in the KV cache
             rates = {}
             names = list(drafters)
@@ -305,6 +308,10 @@ def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = 
                 if name != "plain":
                     counts[name][0] += stats.drafted
                     counts[name][1] += stats.accepted
+                for source, numbers in stats.by_source.items():
+                    mine = by_source.setdefault(f"{name}: {source}", [0, 0, 0])
+                    for i, n in enumerate(numbers):
+                        mine[i] += n
             for name in ratios:
                 ratios[name].append(rates[name] / rates["plain"])
             shown = " ".join(f"{n} {r[-1]:.2f}x" for n, r in ratios.items())
@@ -322,6 +329,18 @@ def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = 
             f"| {name} | {statistics.median(values):.3f}x | {geomean(values):.3f}x | "
             f"{min(values):.2f}x-{max(values):.2f}x | {drafted} | {accepted} "
             f"({accepted / max(drafted, 1):.0%}) |"
+        )
+    lines += [
+        "\nPer draft source (the drafter, then the source that proposed: the prompt's n-grams, the"
+        " text after the cursor), with the plain rounds its rounds saved by the ledger's account:\n",
+        "| drafter: source | rounds | drafted | accepted | plain rounds saved |",
+        "|---|---|---|---|---|",
+    ]
+    saved = ledger.saved_by_source()
+    for key, (rounds, drafted, accepted) in sorted(by_source.items()):
+        lines.append(
+            f"| {key} | {rounds} | {drafted} | {accepted} ({accepted / max(drafted, 1):.0%}) | "
+            f"{saved.get(key.split(': ')[1], 0.0):.1f} |"
         )
     lines.append(f"\nThe ledger at the end: {json.dumps(ledger.report())}")
     return "\n".join(lines)

@@ -149,7 +149,7 @@ def _profile(settings: Settings) -> int:
     return 0
 
 
-DEMO_PAIRS = 3  # plain and speculative, back to back: one timing on a busy machine varies
+DEMO_PAIRS = 5  # plain and speculative, back to back: one timing on a busy machine varies ±20%
 
 
 def _demo(settings: Settings) -> int:

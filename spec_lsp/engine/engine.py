@@ -8,8 +8,9 @@ stage completes the request, behind one small interface (`stage.CompletingStage`
 request's own rules (`postprocess.Shaping`, made once in `answer.begin`, read through the
 answer) and remembers it.
 
-Each stage owns its state: the stores kept per document (`stores.py`, the one place the
-editor's document events fan out to), the context (`context/`), the models. Idle work is one
+Each stage owns its state: the stores kept per document whatever stage completes (`stores.py`,
+where the editor's document events fan out to them), the context (`context/`), the models and
+the file prefix (the in-process stage's). Idle work is one
 step (`idle_step`): the context stage parses what changed, then the completing stage takes its
 next piece (the file prefix, a block to choose, a place to prewarm).
 """
@@ -194,7 +195,9 @@ class Engine:
 
     def document_changed(self, document_id: str, text: str) -> None:
         """A document's text after an edit (or at open); instant (the editor's thread)."""
-        self.stores.document_changed(document_id, text)
+        stage = self.stage
+        stage.document_changed(document_id, text)  # (the file prefix follows its text)
+        self.stores.document_changed(document_id, text, focus=stage.focus)
 
     def document_opened(self, request: CompletionRequest) -> None:
         """A document opened (the request: its start, no cursor yet). If no document holds the
@@ -204,8 +207,9 @@ class Engine:
     def document_closed(self, document_id: str) -> None:
         """A closed document: every store releases what it held for it (the engine's thread:
         the server queues it behind the running generation)."""
+        self.stage.document_closed(document_id)
         self.stores.document_closed(document_id)
-        if self.stores.file_prefix.document:  # another tab: its parts leave the block while idle
+        if self.stage.focus:  # another tab: its parts leave the block while idle
             self.on_idle_work()
 
     # -- completions -----------------------------------------------------------------------------
@@ -348,7 +352,8 @@ class Engine:
         data["workspace_documents"] = len(self.open_documents.documents())
         # what drafting really yielded over plain rounds, per source and strength bucket
         data["realized_yield"] = self.stores.ledger.report()
-        data["file_prefix"] = self.stores.file_prefix.report()
+        for source, saved in self.stores.ledger.saved_by_source().items():
+            data["drafts_by_source"].setdefault(source, {})["plain_rounds_saved"] = saved
         data["context"] = self.stores.context.report()
         data["gate"] = gate_weights.describe(self.gate, self.gate_threshold)
         data["guide"] = {**data.get("guide", {}), **self.stores.analyses.report()}
@@ -357,7 +362,7 @@ class Engine:
 
     def memory(self) -> dict[str, Any]:
         """What each store holds and its bound (read on any thread: sizes only)."""
-        return self.stores.memory()
+        return {**self.stores.memory(), **self.stage.memory()}
 
     # -- what tools build with (the benchmarks; spec_lsp.engine.toolkit has the parts) ------------
     # In process only: each raises EngineError before load() and with engine 'remote'.
@@ -380,7 +385,7 @@ class Engine:
     @property
     def file_prefix(self) -> FilePrefix:
         """The document in focus's prefix kept in the KV cache (its anchor, its block)."""
-        return self.stores.file_prefix
+        return self.local.file_prefix
 
     @property
     def context(self) -> ContextStage:

@@ -106,9 +106,19 @@ def top_probability(logits: np.ndarray) -> float:
     return float(1.0 / np.exp(x - top, dtype=np.float64).sum())
 
 
+# logits further than this below the top are left out of a log probability's normaliser: each
+# adds under e^-17 = 4e-8 of the top's weight, so all of a 152k vocabulary together under 0.6%
+# (0.006 nats) at worst, ~1e-4 nats on real rows; and the exponentials are taken of a few
+# thousand logits, not of the whole vocabulary (~0.1 ms a token instead of ~0.4 ms for Qwen)
+NEGLIGIBLE = 17.0
+
+
 def logprob(logits: np.ndarray, token: int) -> float:
     """The log probability of `token` under the model's own distribution (softmax at
-    temperature 1): what a suggestion's confidence is read from."""
+    temperature 1): what a suggestion's confidence is read from (the normaliser over the
+    logits within NEGLIGIBLE of the top)."""
     x = np.asarray(logits, dtype=np.float32)
-    top = x.max()
-    return float(x[token] - top - np.log(float(np.exp(x - top).sum())))  # (float32: ~0.3 ms)
+    top = float(x.max())
+    near = x[x > top - NEGLIGIBLE]
+    total = float(np.exp(near - top, dtype=np.float64).sum())
+    return float(x[token]) - top - float(np.log(total))

@@ -33,6 +33,16 @@ class CompletingStage(Protocol):
     def opened(self, request: CompletionRequest) -> None:
         """A document opened (the request: its start, no cursor yet)."""
 
+    @property
+    def focus(self) -> str:
+        """The document it keeps in view ("" none): the context block is chosen for it."""
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        """A document's text after an edit (or at open); instant (the editor's thread)."""
+
+    def document_closed(self, document_id: str) -> None:
+        """It releases what it held for the document (the engine's thread)."""
+
     def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
         """The prompt of the place edited evaluated ahead; the tokens evaluated."""
 
@@ -54,6 +64,9 @@ class CompletingStage(Protocol):
     def report(self) -> dict[str, Any]:
         """What `stats()` shows of it."""
 
+    def memory(self) -> dict[str, Any]:
+        """What it keeps beside the shared stores, and its bound (any thread: sizes only)."""
+
     def close(self) -> None:
         """Release the model (or the connection)."""
 
@@ -68,6 +81,7 @@ class NotLoaded:
     needs_profile = False
     idle_work = False
     block_pending = False
+    focus = ""
     gate: GateModel | None = None
 
     def configure(self, settings: Settings) -> None:
@@ -77,6 +91,12 @@ class NotLoaded:
         raise EngineError("the model is not loaded yet")
 
     def opened(self, request: CompletionRequest) -> None:
+        pass
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        pass
+
+    def document_closed(self, document_id: str) -> None:
         pass
 
     def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
@@ -90,6 +110,9 @@ class NotLoaded:
 
     def report(self) -> dict[str, Any]:
         return {"cost_profile": None}
+
+    def memory(self) -> dict[str, Any]:
+        return {}
 
     def close(self) -> None:
         pass

@@ -63,6 +63,8 @@ class EngineTotals:
     prewarms: int = 0  # prompts evaluated while idle after an edit (prewarm)
     prewarm_tokens: int = 0
     guide: Counter[str] = field(default_factory=Counter)  # the guide's counts (GUIDE)
+    # per draft source: drafting rounds, tokens drafted, tokens accepted
+    by_source: dict[str, list[int]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def record(self, stats: DecodeStats, *, cancelled: bool = False) -> None:
@@ -83,6 +85,10 @@ class EngineTotals:
             ):
                 setattr(self, name, getattr(self, name) + getattr(stats, name))
             self.k_histogram.update(stats.k_trace)
+            for source, counts in stats.by_source.items():
+                mine = self.by_source.setdefault(source, [0, 0, 0])
+                for i, n in enumerate(counts):
+                    mine[i] += n
             self.guide.update({name: getattr(stats, name) for name in GUIDE})
             if stats.first_answer_seconds is not None:  # (shown, even if cancelled since)
                 self.first_answers += 1
@@ -134,6 +140,15 @@ class EngineTotals:
                 "decode_seconds": round(self.decode_seconds, 3),
                 "draft_seconds": round(self.draft_seconds, 3),
                 "draft_length_histogram": {str(k): v for k, v in sorted(self.k_histogram.items())},
+                "drafts_by_source": {
+                    source: {
+                        "rounds": rounds,
+                        "drafted": drafted,
+                        "accepted": accepted,
+                        "acceptance_rate": round(accepted / drafted, 4) if drafted else 0.0,
+                    }
+                    for source, (rounds, drafted, accepted) in sorted(self.by_source.items())
+                },
                 "cache_hits": dict(self.cache_hits),
                 "engine": self.engine,
                 **_percentiles("generation_ms", self.generation_seconds),

@@ -1,5 +1,6 @@
-"""What the engine keeps between requests, each store bounded on its own, and the one place the
-editor's document events fan out to all of them.
+"""What the engine keeps between requests whatever stage completes them, each store bounded on its
+own, and the one place the editor's document events fan out to all of them. (What only the
+in-process stage keeps, the file prefix, is its own: local/stage.py.)
 
 A document's text arrives on the editor's thread (instant: the stores only record it); a
 closed document leaves every store on the engine's thread; new settings or models clear what
@@ -18,7 +19,6 @@ from spec_lsp.engine.cache.suggestions import SuggestionCache
 from spec_lsp.engine.context.analyses import Analyses
 from spec_lsp.engine.context.stage import ContextStage
 from spec_lsp.engine.drafters.sources import DraftSources
-from spec_lsp.engine.local.file_prefix import FilePrefix
 from spec_lsp.engine.policy.estimate import PolicyBook
 from spec_lsp.engine.policy.realized import RealizedYield
 
@@ -32,19 +32,15 @@ class Stores:
     ledger: RealizedYield = field(default_factory=RealizedYield)
     suggestions: SuggestionCache = field(default_factory=SuggestionCache)  # typed-through
     states: StatePool = field(default_factory=StatePool)  # saved KV caches per document
-    file_prefix: FilePrefix = field(default_factory=FilePrefix)  # evaluated while idle
     continuations: Continuations = field(default_factory=Continuations)  # the last generation
     in_flight: InFlight = field(default_factory=InFlight)  # the running generation's text
     analyses: Analyses = field(default_factory=Analyses)  # the guide's: members per receiver
 
-    def __post_init__(self) -> None:
-        self.file_prefix.kept = self.states  # (a file prefix the focus leaves is kept there)
-
-    def document_changed(self, document_id: str, text: str) -> None:
-        """A document's text after an edit (or at open); the editor's thread."""
+    def document_changed(self, document_id: str, text: str, *, focus: str) -> None:
+        """A document's text after an edit (or at open); the editor's thread. `focus`: the
+        document the completing stage keeps in view (its file prefix's; "" none)."""
         self.sources.document_changed(document_id, text)
-        self.file_prefix.document_changed(document_id, text)
-        self.context.document_changed(document_id, text, focus=self.file_prefix.document)
+        self.context.document_changed(document_id, text, focus=focus)
         self.analyses.document_changed(document_id, text)
 
     def document_closed(self, document_id: str) -> None:
@@ -54,7 +50,6 @@ class Stores:
         self.book.forget(document_id)
         self.suggestions.forget(document_id)
         self.states.forget(document_id)
-        self.file_prefix.forget(document_id)
         self.continuations.forget(document_id)
         self.context.document_closed(document_id)
         self.analyses.document_closed(document_id)
@@ -65,7 +60,6 @@ class Stores:
         self.book.clear()
         self.suggestions.clear()
         self.states.clear()
-        self.file_prefix.clear()
         self.continuations.clear()
         self.sources.forget()
 
@@ -74,7 +68,6 @@ class Stores:
         sources = self.sources.memory()
         return {
             "saved_states": self.states.memory(),
-            "file_prefix": self.file_prefix.memory(),
             "suggestions": self.suggestions.memory(),
             "continuations": self.continuations.memory(),
             "in_flight": self.in_flight.running,

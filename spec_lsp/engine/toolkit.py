@@ -38,6 +38,7 @@ from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
 from spec_lsp.engine.drafters.sources import model_drafter
+from spec_lsp.engine.drafters.suffix import after_cursor
 from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
 from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.finishing.confidence import GateModel
@@ -87,6 +88,7 @@ __all__ = [
     "RealizedYield",
     "Shadows",
     "WorkspaceDrafter",
+    "after_cursor",
     "calibrate",
     "choose_anchor",
     "common_prefix_len",

@@ -77,6 +77,9 @@ class DecodeStats:
     symbol_accepted: int = 0
     guide_unprepared: int = 0  # 1: a Python file whose analysis was not ready (unguided)
     guide_seconds: float = 0.0  # the decode loop's time in the guide (reading, masking)
+    # per draft source (ngram, suffix, last_suggestion, symbol, continuation, model...): its
+    # drafting rounds, tokens drafted and accepted
+    by_source: dict[str, list[int]] = field(default_factory=dict)
     k_trace: list[int] = field(default_factory=list)  # draft length chosen per round
     accepted_trace: list[int] = field(default_factory=list)  # accepted per round
     acceptance_estimate: float | None = None  # the policy's running estimate at the end

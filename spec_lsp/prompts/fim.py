@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from spec_lsp.prompts.comments import as_comments
+from spec_lsp.prompts.context_comments import as_comments
 
 HasToken = Callable[[str], bool]
 

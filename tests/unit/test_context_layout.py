@@ -4,7 +4,7 @@ Coder, StarCoder2), else comments in the current file's language opening the pre
 from __future__ import annotations
 
 from spec_lsp.prompts import fim
-from spec_lsp.prompts.comments import as_comments, comment_marker
+from spec_lsp.prompts.context_comments import as_comments, comment_marker
 
 CONTEXT = [
     ("pkg/shapes.py", "class Circle:\n    def area(self) -> float: ..."),

@@ -12,7 +12,7 @@ import pytest
 
 from spec_lsp.engine.context.imported_names import UNUSED_FIRST
 from spec_lsp.engine.context.selection import select
-from spec_lsp.engine.context.similar import SIMILAR_DOCUMENTS
+from spec_lsp.engine.context.similar_chunks import SIMILAR_DOCUMENTS
 from spec_lsp.engine.context.source import Place
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.types import ContextChunk

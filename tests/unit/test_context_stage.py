@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from spec_lsp.engine.context.similar import SIMILAR_DOCUMENTS
+from spec_lsp.engine.context.similar_chunks import SIMILAR_DOCUMENTS
 from spec_lsp.engine.context.stage import ContextStage, document_path
 
 MAIN = "from shapes import polygon_area\n\n\ndef report(points):\n    area = "

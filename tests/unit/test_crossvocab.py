@@ -24,7 +24,7 @@ from spec_lsp.engine.backends.fake import (
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafters.text import (
+from spec_lsp.engine.drafters.token_text import (
     ContextText,
     check_round_trip,
     complete_utf8,

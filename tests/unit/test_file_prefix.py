@@ -87,8 +87,8 @@ def test_the_anchored_prompt_starts_with_the_file_prefix(engine):
     grow(engine)
     prompts = engine.local.prompts
     prompt = engine.local.prompt(at(140))
-    assert prompt.anchored and prompt.first_line == engine.stores.file_prefix.anchor
-    snapshot = engine.stores.file_prefix.snapshot
+    assert prompt.anchored and prompt.first_line == engine.file_prefix.anchor
+    snapshot = engine.file_prefix.snapshot
     assert common_prefix_len(snapshot.tokens, prompt.tokens) == prompt.head
     window = prompts.build(at(140), engine.settings)
     assert prompt.first_line <= window.first_line  # never less of the file than the window
@@ -110,7 +110,7 @@ def test_an_edit_keeps_what_comes_before_it(engine):
     engine.document_changed(URI, edited)
     assert engine.idle_work
     regrown = grow(engine)
-    anchor_offset = line_offset(TEXT, engine.stores.file_prefix.anchor)
+    anchor_offset = line_offset(TEXT, engine.file_prefix.anchor)
     assert 0 < regrown < held - (edit - anchor_offset) + 200  # from the edit on, not all again
     later = engine.complete(at(155, edited), CancelToken())
     assert later.stats.cache == "file_prefix"
@@ -119,10 +119,10 @@ def test_an_edit_keeps_what_comes_before_it(engine):
 def test_a_place_above_the_anchor_moves_it(engine):
     engine.complete(at(160), CancelToken())
     grow(engine)
-    anchor = engine.stores.file_prefix.anchor
+    anchor = engine.file_prefix.anchor
     assert anchor > 20
     engine.complete(at(12), CancelToken())
-    assert engine.stores.file_prefix.anchor < anchor and engine.idle_work
+    assert engine.file_prefix.anchor < anchor and engine.idle_work
 
 
 def test_a_request_stops_the_growth_between_chunks_and_keeps_what_was_done():
@@ -199,7 +199,7 @@ def test_the_block_is_chosen_before_the_text_and_each_token_evaluated_once(engin
     text = TEXT + "\n\ndef report(points):\n    area = polygon_area(points)\n    return area\n"
     engine.document_changed(URI, text)
     engine.complete(at(183, text), CancelToken())
-    fp = engine.stores.file_prefix
+    fp = engine.file_prefix
     assert fp.pending and fp.block is None
     grow(engine)  # (and the place prewarmed with the block)
     block = fp.block
@@ -231,7 +231,7 @@ def test_a_file_opened_gets_its_block_before_any_edit_or_request(engine):
     yet) as the document opens, and evaluated first: ready before any request or edit."""
     tab(engine, "file:///shapes.py", SHAPES)
     opened(engine)
-    fp = engine.stores.file_prefix
+    fp = engine.file_prefix
     assert fp.document == URI and fp.pending
     evaluated = grow(engine)
     assert fp.block is not None and fp.ready and fp.report()["block_ready_s"] is not None
@@ -256,7 +256,7 @@ def test_another_file_opened_takes_the_file_prefix(engine):
     opened(engine, TEXT, "file:///first.py")
     grow(engine)
     opened(engine)
-    fp = engine.stores.file_prefix
+    fp = engine.file_prefix
     assert fp.document == URI and fp.pending and fp.snapshot is None
 
 
@@ -264,7 +264,7 @@ def _grown_with_a_block(engine) -> list[int]:
     tab(engine, "file:///shapes.py", SHAPES)
     opened(engine)
     grow(engine)
-    return list(engine.stores.file_prefix.snapshot.tokens)
+    return list(engine.file_prefix.snapshot.tokens)
 
 
 def _another_tab(engine, text: str) -> None:
@@ -277,9 +277,9 @@ CIRCLES = "def function_3(x):\n    return x * 3 + len('ababab')\n"
 
 
 def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(engine):
-    engine.stores.file_prefix.shift_blocks = True  # (off by default: it changes answers)
+    engine.file_prefix.shift_blocks = True  # (off by default: it changes answers)
     before = _grown_with_a_block(engine)
-    fp, target = engine.stores.file_prefix, engine.local.loaded.target
+    fp, target = engine.file_prefix, engine.local.loaded.target
     old_head, old_block = fp.snapshot_head, fp.block
     _another_tab(engine, CIRCLES)
     evaluated = grow(engine)
@@ -298,10 +298,10 @@ def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(en
 @pytest.mark.parametrize("kv_shift", [True, False])
 def test_by_default_or_without_kv_shift_a_new_block_evaluates_the_text_again(kv_shift):
     engine = make(kv_shift=kv_shift)
-    engine.stores.file_prefix.shift_blocks = not kv_shift  # (on: without kvShift, no matter)
+    engine.file_prefix.shift_blocks = not kv_shift  # (on: without kvShift, no matter)
     try:
         before = _grown_with_a_block(engine)
-        fp = engine.stores.file_prefix
+        fp = engine.file_prefix
         old_head = fp.snapshot_head
         _another_tab(engine, CIRCLES)
         evaluated = grow(engine)
@@ -315,9 +315,9 @@ def test_by_default_or_without_kv_shift_a_new_block_evaluates_the_text_again(kv_
 def test_a_block_put_in_is_resumed_after_a_cancel(engine):
     """Typing cancels idle work at each key: the block's tokens evaluated so far are kept, and
     the next idle step goes on from there."""
-    engine.stores.file_prefix.shift_blocks = True
+    engine.file_prefix.shift_blocks = True
     before = _grown_with_a_block(engine)
-    fp, target = engine.stores.file_prefix, engine.local.loaded.target
+    fp, target = engine.file_prefix, engine.local.loaded.target
     _another_tab(engine, "".join(CIRCLES.replace("3", str(i)) for i in range(3, 12)))
     cancel = CancelToken()
     evaluate, calls = target.evaluate, []
@@ -347,7 +347,7 @@ def test_going_back_to_a_file_evaluates_nothing_again(engine):
     block is the one its text was evaluated after, ready at once."""
     tab(engine, "file:///shapes.py", SHAPES)
     opened(engine)
-    fp = engine.stores.file_prefix
+    fp = engine.file_prefix
     first = grow(engine)
     block, tokens = fp.block, fp.snapshot.tokens
     assert block is not None and first == len(tokens)
@@ -369,7 +369,7 @@ def test_going_back_to_a_file_evaluates_nothing_again(engine):
 
 def test_a_file_edited_while_away_evaluates_from_the_edit_on(engine):
     opened(engine)
-    fp = engine.stores.file_prefix
+    fp = engine.file_prefix
     grow(engine)
     opened(engine, TEXT.replace("function_", "helper_"), OTHER)
     grow(engine)

@@ -41,11 +41,11 @@ ENGINE_LAYERS = [
     {"decode", "cache", "context"},
     # what completing a request is made of: finishing its text (what is shown), loading the
     # models (the crash probe, the cost calibration), its statistics, the answer, the stage
-    # interface
-    {"finishing", "startup", "stats", "answer", "stage"},
-    # the stages that complete a request: in process, and the remote engine in one folder
-    # (client, stream, prompt, tokens, health, connect, its stage); the stores they share
-    {"local", "remote", "stores"},
+    # interface, the stores every stage shares (what a stage keeps of its own is its own)
+    {"finishing", "startup", "stats", "answer", "stage", "stores"},
+    # the stages that complete a request: in process (and its file prefix), and the remote
+    # engine in one folder (client, stream, prompt, tokens, health, connect, its stage)
+    {"local", "remote"},
     {"engine"},
     {"toolkit"},  # the parts tools (the benchmarks) build with, named in one place
     {"__init__"},

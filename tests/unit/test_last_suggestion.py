@@ -38,14 +38,12 @@ def test_the_stronger_match_drafts_and_says_which_source_it_is() -> None:
     draft = both.draft(_request(context, 2))
     assert draft.tokens == [52, 53] and draft.source == "last_suggestion"
     assert both.name == "ngram" and both.free
-    assert beside(None, last) is None and beside(NgramDrafter(), []).name == "ngram"
+    assert beside(None, LastSuggestionLookup(last)) is None
+    assert beside(NgramDrafter(), LastSuggestionLookup([])).name == "ngram"
 
 
-def test_the_loop_drafts_the_last_suggestion_after_an_edit_and_stays_exact() -> None:
-    prompt = [3, 5, 7, 11]
-    before = plain_greedy(prompt, 30)
-    last = [*prompt, *before]  # the document's last generation
-    edited = [3, 6, 7, 11, *before[:3]]  # an edit above, then the suggestion's start typed
+def decode_with_ledger(job: DecodeJob) -> tuple[list[int], DecodeStats, RealizedYield]:
+    """`job` through the loop with n-gram drafts, a cheap batch (drafts pay) and a ledger."""
     ledger = RealizedYield()
     stats = DecodeStats()
     out = generate(
@@ -57,11 +55,21 @@ def test_the_loop_drafts_the_last_suggestion_after_an_edit_and_stays_exact() -> 
             draft_max=8,
             ledger=ledger,
         ),
-        DecodeJob(edited, 20, SamplingParams(), frozenset(), continuation=last),
+        job,
         cancel=CancelToken(),
         rng=np.random.default_rng(0),
         stats=stats,
     )
+    return out, stats, ledger
+
+
+def test_the_loop_drafts_the_last_suggestion_after_an_edit_and_stays_exact() -> None:
+    prompt = [3, 5, 7, 11]
+    before = plain_greedy(prompt, 30)
+    last = [*prompt, *before]  # the document's last generation
+    edited = [3, 6, 7, 11, *before[:3]]  # an edit above, then the suggestion's start typed
+    job = DecodeJob(edited, 20, SamplingParams(), frozenset(), continuation=last)
+    out, stats, ledger = decode_with_ledger(job)
     assert out == plain_greedy(edited, 20)
     sources = {key.split("/")[0] for key in ledger.report()}
     assert "last_suggestion" in sources and stats.accepted > 0

@@ -208,7 +208,7 @@ def test_the_checker_sees_the_package_import_a_benchmark(tmp_path: Path):
         "from spec_lsp.engine.decode.speculative import generate\n",
         "import spec_lsp.engine.startup.loading\n",
         "def f(engine):\n    return engine.local.loaded\n",
-        "def f(engine):\n    return engine.stores.file_prefix\n",
+        "def f(engine):\n    return engine.stores.states\n",
     ],
 )
 def test_the_checker_sees_a_benchmark_reach_inside(tmp_path: Path, source: str):

@@ -84,7 +84,12 @@ class FakeModel:
         return bytes([token]) if token < 256 else b""
 
     def evaluate(
-        self, tokens: Sequence[int], *, logits_from: int, abort: CancelToken | None = None
+        self,
+        tokens: Sequence[int],
+        *,
+        logits_from: int,
+        abort: CancelToken | None = None,
+        view: bool = False,
     ) -> np.ndarray:
         """(`delay_s` a call, as a model's compute: `abort` is looked at through it)"""
         self._compute(abort)

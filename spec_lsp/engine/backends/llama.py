@@ -190,6 +190,9 @@ class LlamaModel:
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._n_batch = n_batch
         self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        # (its arrays, allocated once: reading a field builds a new pointer object each time)
+        b = self._batch
+        self._batch_fields = (b.token, b.pos, b.n_seq_id, b.seq_id, b.logits)
         # what llama.cpp polls while it computes an abortable batch (see _abort_reader)
         self._abort_flag = ctypes.create_string_buffer(2)  # [0] set when the call's token fires
         reader = _abort_reader()
@@ -230,7 +233,12 @@ class LlamaModel:
         return piece
 
     def evaluate(
-        self, tokens: Sequence[int], *, logits_from: int, abort: CancelToken | None = None
+        self,
+        tokens: Sequence[int],
+        *,
+        logits_from: int,
+        abort: CancelToken | None = None,
+        view: bool = False,
     ) -> np.ndarray:
         if len(self._tokens) + len(tokens) > self.n_ctx:
             raise EngineError(
@@ -252,13 +260,21 @@ class LlamaModel:
                 )
             self._tokens.extend(chunk)
             if n_out:
-                flat = np.ctypeslib.as_array(
-                    self._lib.llama_get_logits(self._ctx), shape=(n_out * self._n_vocab,)
-                )
-                rows.append(flat.reshape(n_out, self._n_vocab).copy())
+                block = self._logits(n_out)
+                alone = view and len(tokens) <= self._n_batch
+                rows.append(block if alone else block.copy())
         if len(rows) == 1:  # (one chunk: no second copy)
             return rows[0]
         return np.concatenate(rows) if rows else np.zeros((0, self._n_vocab), dtype=np.float32)
+
+    def _logits(self, n_out: int) -> np.ndarray:
+        """The last decode's n_out rows of logits, a read-only view of llama.cpp's buffer."""
+        size = n_out * self._n_vocab
+        address = ctypes.cast(self._lib.llama_get_logits(self._ctx), ctypes.c_void_p).value
+        buffer = (ctypes.c_float * size).from_address(address or 0)
+        flat = np.frombuffer(memoryview(buffer), np.float32)  # type: ignore[arg-type]
+        flat.flags.writeable = False
+        return flat.reshape(n_out, self._n_vocab)
 
     def _decode(self, abort: CancelToken | None) -> int:
         if abort is None:
@@ -392,15 +408,16 @@ class LlamaModel:
 
     def _fill_batch(self, chunk: Sequence[int], offset: int, logits_from: int) -> int:
         batch = self._batch
+        token, pos, n_seq_id, seq_id, logits = self._batch_fields
         base = len(self._tokens)
         n_out = 0
-        for i, token in enumerate(chunk):
-            batch.token[i] = token
-            batch.pos[i] = base + i
-            batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = 0
+        for i, t in enumerate(chunk):
+            token[i] = t
+            pos[i] = base + i
+            n_seq_id[i] = 1
+            seq_id[i][0] = 0
             wants = offset + i >= logits_from
-            batch.logits[i] = wants
+            logits[i] = wants
             n_out += wants
         batch.n_tokens = len(chunk)
         return n_out

@@ -58,6 +58,7 @@ class ThreadChooser:
         self._last: tuple[float, float, float] | None = None  # wall, system busy, own CPU
         self.threads = self.cores
         self.others = 0.0  # cores the rest of the system kept busy over the last interval
+        self.measured = False  # whether `others` was measured yet (two looks, an interval)
 
     def choose(self) -> int:
         now = self._clock()
@@ -72,10 +73,35 @@ class ThreadChooser:
                 wall = now - self._last[0]
                 others = (busy - self._last[1] - (own - self._last[2])) / wall
                 self.others = max(0.0, others)
+                self.measured = True
                 free = self.cores - self.others + self.slack
                 self.threads = max(1, min(self.cores, int(free)))
             self._last = (now, busy, own)
             return self.threads
+
+
+class OthersLoad:
+    """The cores other programs kept busy from its start to each `cores()` (Linux /proc/stat
+    less this process's own CPU time; None elsewhere): a measurement says how loaded the
+    machine was while it ran."""
+
+    def __init__(
+        self,
+        *,
+        system_busy_s: Callable[[], float | None] = _system_busy_s,
+        own_cpu_s: Callable[[], float] = time.process_time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._system_busy_s, self._own_cpu_s, self._clock = system_busy_s, own_cpu_s, clock
+        self._start = (clock(), system_busy_s(), own_cpu_s())
+
+    def cores(self) -> float | None:
+        wall0, busy0, own0 = self._start
+        busy = self._system_busy_s()
+        wall = self._clock() - wall0
+        if busy is None or busy0 is None or wall <= 0:
+            return None
+        return max(0.0, (busy - busy0 - (self._own_cpu_s() - own0)) / wall)
 
 
 SHARED = ThreadChooser()  # one view of the machine for every model in the process

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spec_lsp.engine.context.types import ContextChunk
-from spec_lsp.prompts.comments import comment_marker
+from spec_lsp.prompts.context_comments import comment_marker
 
 
 @dataclass(eq=False)

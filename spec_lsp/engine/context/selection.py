@@ -10,7 +10,7 @@ a head), skipped when it does not fit and the next tried:
    `MAX_DEFINITION_LINES` lines (or over half the budget) is shown as its outline (outline.py);
 2. import_outlines.py: the files the current one imports (imports.py resolves them), as
    outlines, those whose names are used nearest first;
-3. similar.py: the chunks of open documents most like the text around the cursor;
+3. similar_chunks.py: the chunks of open documents most like the text around the cursor;
 4. recent_edits.py: recently edited places of other files, newest first.
 The candidates for a name about to be used (1.'s first ones, and the outlines of their
 modules: the rest of that API beside them) come before all others. A chunk overlapping lines
@@ -24,7 +24,12 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable, Sequence
 
-from spec_lsp.engine.context import definitions, import_outlines, recent_edits, similar
+from spec_lsp.engine.context import (
+    definitions,
+    import_outlines,
+    recent_edits,
+    similar_chunks,
+)
 from spec_lsp.engine.context.imports import shared_folders
 from spec_lsp.engine.context.source import Candidate, Place, Source, overlaps
 from spec_lsp.engine.context.types import ContextChunk
@@ -33,7 +38,7 @@ from spec_lsp.engine.context.workspace import Workspace
 SOURCES: tuple[Source, ...] = (
     definitions.candidates,
     import_outlines.candidates,
-    similar.candidates,
+    similar_chunks.candidates,
     recent_edits.candidates,
 )
 MAX_SHARE = 0.5  # of the budget, one chunk at most (else its outline, else its head)

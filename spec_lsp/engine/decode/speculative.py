@@ -17,8 +17,9 @@ from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
 from spec_lsp.engine.decode import guided
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.drafters.last_suggestion import TAIL as LAST_TAIL
-from spec_lsp.engine.drafters.last_suggestion import beside
+from spec_lsp.engine.drafters.last_suggestion import LastSuggestionLookup, beside
+from spec_lsp.engine.drafters.ngram import TAIL as LAST_TAIL
+from spec_lsp.engine.drafters.suffix import SuffixLookup
 from spec_lsp.engine.policy.adaptive import DraftPolicy
 from spec_lsp.engine.policy.realized import CONTINUATION, SYMBOL
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
@@ -45,6 +46,7 @@ class DecodeJob:
     )
     logprobs: bool = True  # record each token's log probability (what the gate reads)
     guide: guided.Guide | None = None  # names that exist: every verified row is guided first
+    suffix: Sequence[int] = ()  # the prompt's tokens of the text after the cursor (a lookup)
 
 
 def verify(
@@ -66,6 +68,10 @@ def verify(
     deterministic drafts and the token after the draft, so the text for a seed is the text
     plain sampling gives; without it, those draws come from `rng`.
     """
+    if params.greedy:  # (every row's argmax at once; no uniforms to draw)
+        best = rows[: len(draft.tokens) + 1].argmax(axis=1).tolist()
+        n = next((i for i, x in enumerate(draft.tokens) if best[i] != x), len(draft.tokens))
+        return n, best[n]
     u = noise if noise is not None else (lambda _i: float(rng.random()))
     for i, x in enumerate(draft.tokens):
         if params.greedy or draft.probs is None:
@@ -122,11 +128,14 @@ def generate(
     out = [sampling.pick(logits, job.sampling, noise[0])]
     stats.token_logprobs = [sampling.logprob(logits, out[0])] if job.logprobs else []
     known = _continuation_after(job)
-    if not known and job.continuation:  # after an edit: the last suggestion, looked up
-        drafter = beside(drafter, job.continuation[-(job.max_tokens + LAST_TAIL) :])
+    # after an edit, the last suggestion looked up; and the text after the cursor
+    last = job.continuation[-(job.max_tokens + LAST_TAIL) :] if not known else ()
+    drafter = beside(drafter, LastSuggestionLookup(last), SuffixLookup(job.suffix))
     shadows: Shadows = []
     last_start, model_seconds = 0.0, 0.0
-    while not _finished(out, job, stats):
+    checked = 0  # tokens of `out` already looked at for a stop token
+    while not _finished(out, job, stats, checked):
+        checked = len(out)
         now = time.perf_counter()
         if last_start:  # the loop's own cost last round: everything but drafting and the model
             policy.observe_overhead(now - last_start - model_seconds)
@@ -153,7 +162,7 @@ def generate(
                 caught = catch_up_of(drafter)  # new context after a keystroke: not a draft cost
                 policy.observe_draft(len(draft.tokens), drafting - (caught[1] if caught else 0.0))
         t = time.perf_counter()
-        rows = target.evaluate([out[-1], *draft.tokens], logits_from=0)
+        rows = target.evaluate([out[-1], *draft.tokens], logits_from=0, view=True)
         model_seconds += time.perf_counter() - t
         policy.observe_verify(len(draft.tokens) + 1, time.perf_counter() - t)
         rows = guided.rows(job.guide, rows, out, draft.tokens)
@@ -178,6 +187,10 @@ def generate(
         source = (
             (draft.source or CONTINUATION) if from_continuation else draft.source or _name(drafter)
         )
+        if draft.tokens:  # (per source: rounds, drafted, accepted)
+            counts = stats.by_source.setdefault(source, [0, 0, 0])
+            for i, n in enumerate((1, len(draft.tokens), n_accepted)):
+                counts[i] += n
         seconds = time.perf_counter() - now  # the round as it ran: what drafting must beat
         policy.observe_round(source, draft.strength, len(draft.tokens), n_accepted + 1, seconds)
     stats.decode_seconds = time.perf_counter() - started
@@ -207,6 +220,8 @@ def draft_round(
             DraftRequest(context, limit, job.sampling, rng, check=cancel.raise_if_cancelled)
         )
         if drafter.sizes_itself:
+            return proposal
+        if not proposal.tokens:  # (nothing to size: the policy is not asked)
             return proposal
         source = proposal.source or drafter.name
         k = min(policy.choose_k(proposal.strength, source=source), len(proposal.tokens), room)
@@ -275,10 +290,11 @@ def score_shadows(shadows: Shadows, out: list[int], policy: DraftPolicy) -> Shad
     return pending
 
 
-def _finished(out: list[int], job: DecodeJob, stats: DecodeStats) -> bool:
-    """Cut `out` at a stop token or max_tokens; record why and how many tokens count."""
-    for i, token in enumerate(out):
-        if token in job.stop_ids:
+def _finished(out: list[int], job: DecodeJob, stats: DecodeStats, checked: int = 0) -> bool:
+    """Cut `out` at a stop token or max_tokens; record why and how many tokens count
+    (`checked`: the tokens at its start looked at before, none a stop token)."""
+    for i in range(checked, len(out)):
+        if out[i] in job.stop_ids:
             stats.tokens, stats.stop_reason = i, "eos"
             return True
     stats.tokens = min(len(out), job.max_tokens)

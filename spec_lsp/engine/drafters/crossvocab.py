@@ -30,7 +30,7 @@ import numpy as np
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ModelBackend, common_prefix_len, kept_by_sync, sync
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
-from spec_lsp.engine.drafters.text import (
+from spec_lsp.engine.drafters.token_text import (
     ContextText,
     check_round_trip,
     complete_utf8,

@@ -1,4 +1,5 @@
-"""The last suggestion, after an edit: its tokens as a lookup, free like the n-gram drafter.
+"""The last suggestion, after an edit: its tokens as a lookup, free like the n-gram drafter
+(`TokensLookup`: a lookup in a fixed run of tokens, which the text after the cursor is too).
 
 When the prompt still extends the document's last generation, the loop drafts its next tokens
 directly (a near-certain draft). After an edit (a word of the suggestion changed, a line of it
@@ -13,38 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
-from spec_lsp.engine.drafters.ngram import REACH, suffix_matches
-
-TAIL = 64  # context tokens compared with the last generation
+from spec_lsp.engine.drafters.ngram import TokensLookup
 
 
-class LastSuggestionLookup(Drafter):
+class LastSuggestionLookup(TokensLookup):
     name = "last_suggestion"
-    free = True
-
-    def __init__(self, last: Sequence[int], *, min_ngram: int = 2) -> None:
-        self.last = np.asarray(last, dtype=np.int64)
-        self.min_ngram = min_ngram
-
-    def draft(self, request: DraftRequest) -> Draft:
-        tail = np.asarray(request.context[-TAIL:], dtype=np.int64)
-        if not len(self.last) or not len(tail):
-            return Draft([])
-        joined = np.concatenate([self.last, tail])
-        ends, lengths = suffix_matches(joined, REACH)
-        inside = (
-            ends < len(self.last) - 1
-        )  # an occurrence in the last generation, with a next token
-        ends, lengths = ends[inside], lengths[inside]
-        if not len(ends) or int(lengths.max()) < self.min_ngram:
-            return Draft([])
-        pick = len(ends) - 1 - int(np.argmax(lengths[::-1]))  # the longest match, latest first
-        start = int(ends[pick]) + 1
-        tokens = self.last[start : start + request.max_tokens].tolist()
-        return Draft(tokens, strength=int(lengths[pick]), source=self.name)
 
 
 class StrongestOf(Drafter):
@@ -58,11 +33,16 @@ class StrongestOf(Drafter):
         self.name = self.lookups[-1].name
 
     def draft(self, request: DraftRequest) -> Draft:
-        best = Draft([])
+        best: Draft | None = None
         for lookup in self.lookups:
             proposal = lookup.draft(request)
-            if proposal.tokens and (proposal.strength or 0) > (best.strength or 0):
+            stronger = best is None or (
+                proposal.tokens
+                and (not best.tokens or (proposal.strength or 0) > (best.strength or 0))
+            )
+            if stronger:
                 best = proposal if proposal.source else _named(proposal, lookup.name)
+        assert best is not None  # (one lookup at least)
         return best
 
 
@@ -71,9 +51,11 @@ def _named(draft: Draft, source: str) -> Draft:
     return draft
 
 
-def beside(drafter: Drafter | None, last: Sequence[int]) -> Drafter | None:
-    """The request's drafter with the last generation's lookup beside it, where both are free
-    lookups (a draft model or `auto` are left as they are)."""
-    if drafter is None or not drafter.free or not last:
+def beside(drafter: Drafter | None, *lookups: TokensLookup) -> Drafter | None:
+    """The request's drafter with lookups beside it (those with tokens to look in; the first
+    wins a tie), where it is a free lookup itself (a draft model or `auto` are left as they
+    are)."""
+    found = [lookup for lookup in lookups if len(lookup.tokens)]
+    if drafter is None or not drafter.free or not found:
         return drafter
-    return StrongestOf([LastSuggestionLookup(last), drafter])
+    return StrongestOf([*found, drafter])

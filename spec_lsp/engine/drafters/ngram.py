@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
@@ -37,6 +39,35 @@ class NgramDrafter(Drafter):
 
 
 REACH = 64  # context compared before a matched n-gram to rank its occurrences
+TAIL = 64  # context tokens a lookup in a fixed run of tokens compares
+
+
+class TokensLookup(Drafter):
+    """A free lookup in a fixed run of tokens (the last suggestion, the text after the cursor): the context's tail is looked up in them, and
+    what followed its longest match there (the latest among equals) is proposed, with the
+    match's length as its strength, under the lookup's own source name."""
+
+    name = "tokens"
+    free = True
+
+    def __init__(self, tokens: Sequence[int], *, min_ngram: int = 2) -> None:
+        self.tokens = np.asarray(tokens, dtype=np.int64)
+        self.min_ngram = min_ngram
+
+    def draft(self, request: DraftRequest) -> Draft:
+        tail = np.asarray(request.context[-TAIL:], dtype=np.int64)
+        if not len(self.tokens) or not len(tail):
+            return Draft([])
+        joined = np.concatenate([self.tokens, tail])
+        ends, lengths = _suffix_matches(joined, REACH)
+        inside = ends < len(self.tokens) - 1  # an occurrence in the tokens, with a next token
+        ends, lengths = ends[inside], lengths[inside]
+        if not len(ends) or int(lengths.max()) < self.min_ngram:
+            return Draft([])
+        pick = len(ends) - 1 - int(np.argmax(lengths[::-1]))  # the longest match, latest first
+        start = int(ends[pick]) + 1
+        tokens = self.tokens[start : start + request.max_tokens].tolist()
+        return Draft(tokens, strength=int(lengths[pick]), source=self.name)
 
 
 def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +89,3 @@ def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarr
         length += 1
         lengths[live] = length
     return ends, lengths
-
-
-suffix_matches = _suffix_matches  # (the last suggestion's lookup runs it over its own tokens)

@@ -6,7 +6,7 @@ text index survives a change of model or tokenizer, and an edit re-indexes a lin
 re-tokenizing anything: token boundaries depend on neighbouring text, so token sequences would
 need re-tokenizing around every edit and re-aligning at the seams. The one conversion, of the
 continuation found into target tokens, happens per lookup on a few hundred characters, with the
-same boundary care as cross-vocabulary drafts (`text.text_to_target`).
+same boundary care as cross-vocabulary drafts (`token_text.text_to_target`).
 
 Structure. A document is a list of lines (each with its newline). Positions after punctuation
 or at the end of a run of blanks are indexed (not those inside words or blank runs: half the

@@ -8,7 +8,7 @@ from __future__ import annotations
 from spec_lsp.engine.backends.base import ModelBackend
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
 from spec_lsp.engine.drafters.open_documents import Match, OpenDocuments
-from spec_lsp.engine.drafters.text import ContextText, complete_utf8, text_to_target
+from spec_lsp.engine.drafters.token_text import ContextText, complete_utf8, text_to_target
 
 
 class WorkspaceDrafter(Drafter):

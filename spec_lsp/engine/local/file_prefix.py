@@ -84,7 +84,7 @@ class FilePrefix:
     # again instead. (A part dropped from the block is still moved: the same answers, 5 of 6.)
     shift_blocks = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, kept: StatePool | None = None) -> None:
         self.document = ""
         self.anchor = 0
         self.text = ""  # the document's text, as of its last edit
@@ -101,8 +101,8 @@ class FilePrefix:
         self.used = 0  # requests whose prompt was laid out from the anchor
         self.restored = 0  # documents whose file prefix came back from the state pool
         self.came_back = False  # the document's block came back with it, not adopted yet
-        # where the file prefix of a document the focus leaves is kept (Stores: the state pool)
-        self.kept: StatePool | None = None
+        # where the file prefix of a document the focus leaves is kept (the state pool)
+        self.kept = kept
         # the tokens before the file's text in the snapshot's plan (the block and markers): a
         # new block is put before the text's KV there (swap_tail) instead of evaluating it again
         self.snapshot_head = 0

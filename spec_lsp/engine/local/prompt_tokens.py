@@ -160,6 +160,10 @@ class PromptBuilder:
         """What generated `tokens` add to the user's text (healing undone)."""
         return heal(detokenize(self.target, tokens), prompt.prefix, prompt.healed)
 
+    def reader(self, prompt: Prompt) -> GeneratedText:
+        """`text` for one generation, read after every round (GeneratedText)."""
+        return GeneratedText(self.target, prompt)
+
     def tokens(
         self, request: CompletionRequest, settings: Settings, block: Block | None = None
     ) -> tuple[list[int], list[int], int, int]:
@@ -288,6 +292,32 @@ class VocabIndex:
             if len(self._cache) > 512:
                 self._cache.popitem(last=False)
         return found
+
+
+class GeneratedText:
+    """What a generation's tokens add to the user's text, read after every round: the bytes of
+    the tokens read before are kept (a generation only appends to its tokens), and a second
+    read of the same tokens (the stop rule, then the text so far) is the first's."""
+
+    def __init__(self, target: ModelBackend, prompt: Prompt) -> None:
+        self.target, self.prompt = target, prompt
+        self._bytes = bytearray()
+        self._tokens: list[int] = []
+        self._text = ""
+
+    def __call__(self, tokens: list[int]) -> str:
+        n = len(self._tokens)
+        if len(tokens) == n and (not n or tokens[-1] == self._tokens[-1]):
+            return self._text
+        if len(tokens) < n or tokens[:n] != self._tokens:  # (not an extension: read afresh)
+            self._bytes.clear()
+            self._tokens.clear()
+        for token in tokens[len(self._tokens) :]:
+            self._bytes.extend(self.target.token_bytes(token))
+        self._tokens[:] = tokens
+        text = self._bytes.decode("utf-8", errors="replace")
+        self._text = heal(text, self.prompt.prefix, self.prompt.healed)
+        return self._text
 
 
 def heal(generated: str, prefix: str, healed: str = "") -> str:

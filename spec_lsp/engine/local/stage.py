@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,8 +21,10 @@ import numpy as np
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer
+from spec_lsp.engine.backends import threads as cpu_threads
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters.suffix import after_cursor
 from spec_lsp.engine.finishing import gate_weights
 from spec_lsp.engine.local.file_prefix import FilePrefix
 from spec_lsp.engine.local.prompt_tokens import Prompt, PromptBuilder
@@ -54,7 +57,11 @@ class LocalStage:
     ) -> None:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
         self.backend, self.stores, self.totals = backend, stores, totals
+        # the document in focus's prefix, evaluated while idle; one the focus leaves is kept in
+        # the state pool
+        self.file_prefix = FilePrefix(kept=stores.states)
         self.profile: cost_profile.CostProfile | None = None
+        self._measured_at: float | None = None  # (monotonic) when this session last measured it
         self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
         self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
         self.configure(settings)
@@ -75,13 +82,19 @@ class LocalStage:
         return cls(loaded, settings=settings, backend=backend, stores=stores, totals=totals)
 
     def configure(self, settings: Settings) -> None:
-        """New settings for the same models: KV shift, the cost profile, the drafter."""
+        """New settings for the same models: KV shift, the cost profile, the drafter; the file
+        prefix evaluated anew."""
         self.settings = settings
+        self.file_prefix.clear()
         on = settings.kv_shift and settings.cache
         for model in (self.loaded.target, self.loaded.draft):
             if model is not None:
                 model.shift_min = SHIFT_MIN_TOKENS if on else 0
-        self.profile = cost_profile.load_cached(self.profile_key())
+        key = self.profile_key()
+        cached = cost_profile.load_cached(key)
+        if cached is not None or self.profile is None or self.profile.key != key:
+            self.profile = cached  # (else the one measured here, not cached: kept)
+            self._measured_at = None
         self.gate = gate_weights.for_model(self.loaded.target.info.path)  # (None: off)
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
@@ -98,7 +111,18 @@ class LocalStage:
         """A document opened: the file prefix is its own, its block chosen and evaluated first,
         then its text, while idle (file_prefix.focus)."""
         if self.settings.cache:
-            self.stores.file_prefix.focus(request, self.prompts, self.settings)
+            self.file_prefix.focus(request, self.prompts, self.settings)
+
+    @property
+    def focus(self) -> str:
+        """The document whose file prefix it keeps ("" none)."""
+        return self.file_prefix.document
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        self.file_prefix.document_changed(document_id, text)
+
+    def document_closed(self, document_id: str) -> None:
+        self.file_prefix.forget(document_id)
 
     # -- a request ---------------------------------------------------------------------------
     def complete(self, answer: Answer) -> str | None:
@@ -125,7 +149,7 @@ class LocalStage:
             stats.cache = answer.kind or reused or reuse_kind(stats)
             answer.settled()
             if self.settings.cache:  # where the file prefix grows next, while idle
-                stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+                self.file_prefix.follow(request, prompt, self.prompts, self.settings)
         stores.continuations.remember(request.document_id, [*prompt.tokens, *tokens])
         return text
 
@@ -137,7 +161,7 @@ class LocalStage:
         with the block once the file prefix holds it, whatever it costs. (An Invoked request
         taking the rest of the block on its own time, up to 1.5x its prompt, made later places
         4.5x slower on the places bench and added no exact line on the cross-file one.)"""
-        prompts, settings, fp = self.prompts, self.settings, self.stores.file_prefix
+        prompts, settings, fp = self.prompts, self.settings, self.file_prefix
         mine = settings.cache and fp.document == request.document_id
         candidates = prompts.candidates(
             request,
@@ -182,11 +206,11 @@ class LocalStage:
         """Tokens of the prompt that no cache holds."""
         live = common_prefix_len(self.loaded.target.tokens, prompt.tokens)
         saved = self.stores.states.held(request.document_id, prompt.tokens)
-        return len(prompt.tokens) - max(live, saved, self.stores.file_prefix.held(prompt.tokens))
+        return len(prompt.tokens) - max(live, saved, self.file_prefix.held(prompt.tokens))
 
     def prepare_caches(self, document: str, prompt: Prompt) -> str:
         """The live KV cache made to hold as much of the prompt as any cache does; how."""
-        loaded, fp = self.loaded, self.stores.file_prefix
+        loaded, fp = self.loaded, self.file_prefix
         if not self.settings.cache:
             loaded.target.truncate(0)
             if loaded.draft is not None:
@@ -207,7 +231,7 @@ class LocalStage:
         and the end)."""
         request, stores, prompts = answer.request, self.stores, self.prompts
         drafter = stores.sources.for_request(request, self.profile)
-        read = lambda tokens: prompts.text(prompt, tokens)  # noqa: E731
+        read = prompts.reader(prompt)
         job = DecodeJob(
             prompt.tokens,
             request.max_tokens,
@@ -222,6 +246,7 @@ class LocalStage:
             # (the gate off, or no weights for this model: no cost at all)
             logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
             guide=self._guide(request, prompt, answer.stats),
+            suffix=after_cursor(prompt.tokens, self.loaded.target.info.special),
         )
         temperature = request.sampling.temperature
         estimate = stores.book.estimate(request.document_id, request.language, temperature)
@@ -284,7 +309,7 @@ class LocalStage:
         if not prompt.tokens:
             return 0
         self.prepare_caches(request.document_id, prompt)
-        self.stores.file_prefix.follow(request, prompt, self.prompts, self.settings)
+        self.file_prefix.follow(request, prompt, self.prompts, self.settings)
         target = self.loaded.target
         _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
         self.totals.count_prewarm(evaluated)
@@ -296,7 +321,7 @@ class LocalStage:
         context block to choose, or the last place to prewarm with a new block."""
         if self.needs_profile:
             return True
-        fp = self.stores.file_prefix
+        fp = self.file_prefix
         return self.settings.cache and (
             fp.pending
             or (fp.request is not None and self.stores.context.stale(self._focus()))
@@ -306,7 +331,7 @@ class LocalStage:
     @property
     def block_pending(self) -> bool:
         """The file prefix's context block is to be chosen, or chosen and not in the KV yet."""
-        fp, settings = self.stores.file_prefix, self.settings
+        fp, settings = self.file_prefix, self.settings
         if not (settings.cache and fp.document) or fp.ready:
             return False
         return fp.block is not None or (
@@ -328,10 +353,10 @@ class LocalStage:
             if self.needs_profile or not self.settings.cache:
                 return 0
         self._choose_block()  # (before the text: block and text are evaluated in one pass)
-        grown = self.stores.file_prefix.grow(
+        grown = self.file_prefix.grow(
             target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
         )
-        fp = self.stores.file_prefix
+        fp = self.file_prefix
         place = fp.unwarmed()
         if place is None or cancel.cancelled:
             return grown
@@ -344,7 +369,7 @@ class LocalStage:
         """What the file prefix's block is chosen for: its document and the budget. Not the
         place: typing and moving in a file never change its block (each change costs
         evaluation); what it is chosen from does (other documents, the workspace)."""
-        fp = self.stores.file_prefix
+        fp = self.file_prefix
         return (fp.document, self.settings.context_tokens)
 
     def _choose_block(self) -> None:
@@ -352,7 +377,7 @@ class LocalStage:
         file prefix (opened, or asked about), before its text is evaluated (each token once),
         and again when what it is chosen from changed (file_prefix: only the block's new
         tokens are evaluated then, with kvShift)."""
-        fp, context, focus = self.stores.file_prefix, self.stores.context, self._focus()
+        fp, context, focus = self.file_prefix, self.stores.context, self._focus()
         if fp.came_back:  # the focus came back: the block its text was evaluated after
             fp.came_back = False
             context.adopt(fp.document, focus, fp.block)
@@ -382,9 +407,22 @@ class LocalStage:
     # -- the cost profile --------------------------------------------------------------------
     @property
     def needs_profile(self) -> bool:
-        """Whether the adaptive policy still needs this machine's cost profile."""
+        """Whether the adaptive policy still needs this machine's cost profile: none yet, or
+        one to measure again (`cost_profile.due_again`: figures that cannot be right, or taken
+        under load while the machine is quiet now)."""
         s = self.settings
-        return s.draft_policy == "adaptive" and s.drafter != "none" and self.profile is None
+        if not (s.draft_policy == "adaptive" and s.drafter != "none"):
+            return False
+        if self.profile is None:
+            return True
+        since = None if self._measured_at is None else time.monotonic() - self._measured_at
+        machine = cpu_threads.SHARED
+        machine.choose()  # (the machine's load, looked at now and then; unknown: not quiet)
+        others = machine.others if machine.measured else cost_profile.LOADED
+        reason = cost_profile.due_again(self.profile, since_measured=since, others=others)
+        if reason is not None and not self._profile_samples:
+            log.info("measuring this machine's costs again: the profile was %s", reason)
+        return reason is not None
 
     def profile_key(self) -> str:
         return cost_profile.profile_key(
@@ -396,7 +434,7 @@ class LocalStage:
 
     def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds)."""
-        if self.profile is None or remeasure:
+        if self.profile is None or remeasure or self.profile.suspect():
             self._profile_samples = {}
             self._measure_profile(None)
         assert self.profile is not None
@@ -417,7 +455,15 @@ class LocalStage:
         )
         if profile is not None:
             self.profile, self._profile_samples = profile, {}
-            cost_profile.save(profile)
+            self._measured_at = time.monotonic()
+            if profile.suspect() is None:  # (figures that cannot be right are not kept)
+                cost_profile.save(profile)
 
     def report(self) -> dict[str, Any]:
-        return {"cost_profile": self.profile.relative() if self.profile else None}
+        return {
+            "cost_profile": self.profile.relative() if self.profile else None,
+            "file_prefix": self.file_prefix.report(),
+        }
+
+    def memory(self) -> dict[str, Any]:
+        return {"file_prefix": self.file_prefix.memory()}

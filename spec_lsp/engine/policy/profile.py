@@ -20,6 +20,9 @@ from spec_lsp.cache_dirs import cache_subdir
 log = logging.getLogger(__name__)
 
 BATCH_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 16, 20, 24, 32)
+LOADED = 0.5  # cores kept busy by other programs while measuring that make a profile suspect
+IMPLAUSIBLE = 1.25  # a batch of n tokens measured above n x this x one pass: load, not cost
+JUDGED = 0.001  # passes shorter than this (a test's fake model) are timed too finely to judge
 
 
 @dataclass
@@ -36,6 +39,8 @@ class CostProfile:
     # draft calls as actually run over what the startup figures predict (EWMA): a draft model's
     # call costs more in a decode loop than alone (re-syncing after a full acceptance, logits)
     draft_scale: float = 1.0
+    # cores other programs kept busy while it was measured (None: not known, an older profile)
+    load: float | None = None
 
     @classmethod
     def prior(cls) -> CostProfile:
@@ -99,6 +104,26 @@ class CostProfile:
             return self.catch_up_seconds_per_token
         return seconds_per_draft_token
 
+    def suspect(self) -> str | None:
+        """Why these figures cannot be right (None: they can). A batch of n tokens never costs
+        more than n passes of one: where the figures say so, the passes were timed while other
+        programs held the cores (c(4) = 8.77 c(1) was cached on a 2-core machine beside a test
+        run, and turned drafting off for good). Such a profile is measured again, not kept."""
+        one = self.verify_seconds.get(1)
+        if not one or one < JUDGED:
+            return None
+        for n, seconds in sorted(self.verify_seconds.items()):
+            if seconds > n * one * IMPLAUSIBLE:
+                return f"verifying {n} tokens cost {seconds / one:.2f}x one: more than {n} passes"
+        return None
+
+    @property
+    def loaded(self) -> bool:
+        """Measured while other programs kept LOADED cores or more busy: its ratios hold (the
+        sizes are measured in turn, so load slows them alike), its seconds may not; it is
+        measured again once the machine is quiet."""
+        return self.load is not None and self.load >= LOADED
+
     def relative(self) -> dict[int, float]:
         base = self.verify(1)
         return {n: round(t / base, 2) for n, t in sorted(self.verify_seconds.items())}
@@ -113,6 +138,25 @@ class CostProfile:
         data = json.loads(text)
         data["verify_seconds"] = {int(k): float(v) for k, v in data["verify_seconds"].items()}
         return cls(**data)
+
+
+REMEASURE_S = 600.0  # the least time between two measurements of a suspect or loaded profile
+
+
+def due_again(
+    profile: CostProfile | None, *, since_measured: float | None, others: float
+) -> str | None:
+    """Why `profile` is to be measured again now (None: it is not): it cannot be right
+    (`suspect`: at once, once per REMEASURE_S), or it was measured under load and the machine
+    is quiet now (`others`: cores other programs keep busy now)."""
+    if profile is None or (since_measured is not None and since_measured < REMEASURE_S):
+        return None
+    if profile.verify_seconds.get(1, 0.0) < JUDGED:  # (a test's fake model: kept as it is)
+        return None
+    reason = profile.suspect()
+    if reason is None and profile.loaded and others < LOADED:
+        reason = f"measured while other programs kept {profile.load:.1f} cores busy"
+    return reason
 
 
 def profile_key(model_path: str, *, threads: int | None, backend: str, drafter: str) -> str:

@@ -147,6 +147,15 @@ class RealizedYield:
             )
         }
 
+    def saved_by_source(self) -> dict[str, float]:
+        """Per source, the plain rounds its drafting rounds saved (their tokens less their time
+        in plain rounds; negative where drafting lost)."""
+        return {
+            source: round(a.saved, 1)
+            for (source, bucket), a in sorted(self.accounts.items(), key=lambda item: item[0][0])
+            if bucket == OVERALL
+        }
+
     def clear(self) -> None:
         self.plain_seconds = None
         self.accounts.clear()

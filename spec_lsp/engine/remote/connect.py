@@ -14,7 +14,7 @@ from spec_lsp.config import Settings
 from spec_lsp.engine.remote.client import COMPLETIONS, INFILL, RemoteClient, RemoteFault
 from spec_lsp.engine.remote.health import Health
 from spec_lsp.engine.remote.prompt_text import template_for
-from spec_lsp.engine.remote.tokens import CHARS_PER_TOKEN, ServerTokens
+from spec_lsp.engine.remote.server_tokens import CHARS_PER_TOKEN, ServerTokens
 from spec_lsp.engine.types import EngineError
 from spec_lsp.prompts import fim
 

@@ -38,6 +38,7 @@ REMOTE_BLOCK_LINES = 40
 
 class RemoteStage:
     needs_profile = False  # the server decodes: no cost profile of this machine
+    focus = ""  # (no file prefix: the server keeps its own prompt cache)
 
     def __init__(
         self, remote: RemoteLoaded, *, settings: Settings, stores: Stores, totals: EngineTotals
@@ -77,6 +78,12 @@ class RemoteStage:
 
     def opened(self, request: CompletionRequest) -> None:
         """(No file prefix: the server keeps its own prompt cache.)"""
+
+    def document_changed(self, document_id: str, text: str) -> None:
+        """(Nothing kept per document beside the shared stores.)"""
+
+    def document_closed(self, document_id: str) -> None:
+        """(Nothing kept per document beside the shared stores.)"""
 
     # -- a request ---------------------------------------------------------------------------
     def complete(self, answer: Answer) -> str | None:
@@ -206,3 +213,6 @@ class RemoteStage:
             },
             "cost_profile": None,
         }
+
+    def memory(self) -> dict[str, Any]:
+        return {}

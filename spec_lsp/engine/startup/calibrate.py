@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from spec_lsp.engine.backends.base import ModelBackend, sync
+from spec_lsp.engine.backends.threads import OthersLoad
 from spec_lsp.engine.drafters.base import Drafter, DraftRequest
 from spec_lsp.engine.policy.profile import BATCH_SIZES, CostProfile
 from spec_lsp.engine.types import Cancelled, CancelToken, SamplingParams
@@ -34,48 +35,68 @@ def measure(
     budget_seconds: float = 30.0,
     samples: dict[int, list[float]] | None = None,
     abort: CancelToken | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    load: Callable[[], OthersLoad] = OthersLoad,
 ) -> CostProfile | None:
     """Time target passes of n tokens after `context` (a realistic KV length), and the drafter.
 
-    Stops adding larger batch sizes once `budget_seconds` is spent (slow models on slow CPUs).
-    The target's cache is restored to `context` afterwards. A cancel of `abort` stops it within
+    The sizes are timed in turn, one pass of each per sweep (the first sweep warms each shape),
+    so that a burst of other load slows every size alike and the ratios the policy reads stay
+    right; measured size after size, a burst that lasted through the larger sizes once made
+    c(4) 8.77x c(1). Each size keeps its fastest warm pass. Once `budget_seconds` is spent
+    (slow models on slow CPUs) no size is begun, and those begun finish their second pass. The
+    profile records the cores other programs kept busy meanwhile (`CostProfile.load`). The
+    target's cache is restored to `context` afterwards. A cancel of `abort` stops it within
     the pass being computed (the server measures in idle time, and a request stops it): then
     None, and `samples` (if given) keeps the passes timed so far for the next call to go on
     from.
     """
     samples = samples if samples is not None else {}
+    others = load()
     try:
         sync(target, context, abort=abort)
         filler = list(context[-64:]) * 2
-        started = time.perf_counter()
-        for n in sizes:
-            # back to back: llama.cpp reuses its compute graph while the batch shape repeats,
-            # as it mostly does between decode rounds; the first call of a new shape pays a
-            # rebuild
-            times = samples.setdefault(n, [])
-            for _ in range(len(times), repeats + 1 if n <= 8 else 2):
+        started = clock()
+        while True:
+            over = clock() - started > budget_seconds and len(samples) >= 4
+            due = [
+                n
+                for n in sizes
+                if len(samples.get(n, [])) < (repeats + 1 if n <= 8 else 2)
+                and not (over and n not in samples)
+            ]
+            if not due:
+                break
+            for n in due:
                 if abort is not None and abort.cancelled:
                     return None
-                t = time.perf_counter()
+                t = clock()
                 target.evaluate(filler[:n], logits_from=0, abort=abort)
-                times.append(time.perf_counter() - t)
+                samples.setdefault(n, []).append(clock() - t)
                 target.truncate(len(context))
-            if time.perf_counter() - started > budget_seconds and len(samples) >= 4:
-                break
     except Cancelled:  # (the cache holds what it holds: the next sync reads it)
         return None
     verify = {
         n: min(times[1:]) for n, times in samples.items() if len(times) > 1
     }  # warm, least disturbed
     per_token, fixed, catch_up = measure_drafter(drafter, context) if drafter else (0, 0, None)
-    profile = CostProfile(verify, per_token, fixed, key=key, catch_up_seconds_per_token=catch_up)
+    profile = CostProfile(
+        verify,
+        per_token,
+        fixed,
+        key=key,
+        catch_up_seconds_per_token=catch_up,
+        load=others.cores(),
+    )
     log.info(
-        "cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs, catch-up %s",
+        "cost profile %s: verify(n)/verify(1) = %s, draft %.4fs/token + %.4fs, catch-up %s, "
+        "other programs %s cores",
         key,
         profile.relative(),
         per_token,
         fixed,
         f"{catch_up:.4f}s/token" if catch_up is not None else "-",
+        f"{profile.load:.1f}" if profile.load is not None else "?",
     )
     return profile
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.backends.base import ModelBackend, check_model_file
-from spec_lsp.engine.drafters.text import check_round_trip
+from spec_lsp.engine.drafters.token_text import check_round_trip
 from spec_lsp.engine.startup import crash_probe as probe
 from spec_lsp.engine.types import EngineError
 from spec_lsp.prompts import fim
