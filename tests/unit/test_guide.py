@@ -238,3 +238,26 @@ def test_a_partial_table_is_read_before_the_analysis_is_done(tmp_path):
     assert table is not None and table.partial and not analyses.current(uri)
     assert table.lookup((), "os") is not None
     analyses.close()
+
+
+def test_a_token_that_ends_a_name_and_opens_a_member_must_open_one_that_exists():
+    # `self._cstate.reset()` where `_cstate`'s members are known and have no `reset`: a token
+    # `.reset` after the name (as when healing leaves the prompt at `self._cstate`) is kept out
+    vocab = [b"_cstate", b".reset", b".clear", b".", b"(", b"_c", b"state", b".re", b"\n"]
+    table = Table(
+        1,
+        {
+            ((), "self"): Members(frozenset({"_cstate", "_states"}), True),
+            ((), "self._cstate"): Members(frozenset({"clear", "value"}), True),
+        },
+    )
+    m = Monitor(NameTokens(vocab), table, text="        return dict(self._c", scope=())
+    row = m.guide(np.zeros(len(vocab), dtype=np.float32), [6])  # written: `_cstate`
+    kept_now = [vocab[i] for i in np.flatnonzero(np.isfinite(row))]
+    assert b".clear" in kept_now and b"." in kept_now and b"(" in kept_now
+    assert b".reset" not in kept_now and b".re" not in kept_now
+    # a member set not known whole leaves them alone
+    table.members[((), "self._cstate")] = Members(frozenset({"clear"}), False)
+    m = Monitor(NameTokens(vocab), table, text="        return dict(self._c", scope=())
+    row = m.guide(np.zeros(len(vocab), dtype=np.float32), [6])
+    assert np.isfinite(row[1])

@@ -46,7 +46,7 @@ class Monitor:
     syntax: str = "python"  # how the text is read (trigger.py): "python" or "braces"
     rows: dict[int, Row] = field(default_factory=dict)  # position in the generation -> Row
     seconds: float = 0.0  # spent here (reading the text, masking)
-    _masks: OrderedDict[tuple[int, str, str], np.ndarray] = field(default_factory=OrderedDict)
+    _masks: OrderedDict[tuple[int, str, str, str], np.ndarray] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
         cut = self.text.rfind("\n") + 1
@@ -132,17 +132,27 @@ class Monitor:
         )
 
     def _keep(self, members: Members, point: trigger.Trigger) -> np.ndarray:
-        key = (id(members), point.written, point.sep)
+        key = (id(members), point.receiver, point.written, point.sep)
         keep = self._masks.get(key)
         if keep is None:
             if point.kind == "keyword":
                 keep = self.names.keyword_allowed(point.written, members.names)
             else:
-                keep = self.names.allowed(point.written, members.names, sep=point.sep)
+                keep = self.names.allowed(
+                    point.written,
+                    members.names,
+                    sep=point.sep,
+                    members_of=lambda name: self._complete(f"{point.receiver}.{name}"),
+                )
             self._masks[key] = keep
             if len(self._masks) > 64:
                 self._masks.popitem(last=False)
         return keep
+
+    def _complete(self, receiver: str) -> frozenset[str] | None:
+        """The members of `receiver` where the table knows them all (None otherwise)."""
+        found = self.table.lookup(self.scope, receiver)
+        return found.names if found is not None and found.complete else None
 
 
 def open_span(text: str, syntax: str) -> bool:

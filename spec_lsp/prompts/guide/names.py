@@ -17,7 +17,7 @@ look-ups, whatever the vocabulary's size.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -46,11 +46,17 @@ class _Keyed:
         self._lists = (whole, ending)
         self.whole: dict[str, np.ndarray] = {}
         self.ending: dict[str, np.ndarray] = {}
+        # tokens that end a name, then open a member of it: `s` + "." + a run (`.reset` after a
+        # name, `s` = ""): (token, the run after the dot, whether the token ends inside it)
+        self.dotted: defaultdict[str, list[tuple[int, str, bool]]] = defaultdict(list)
 
     def add(self, token: int, text: str) -> None:
         n = name_run(text)
         whole, ending = self._lists
         (whole if n == len(text) and n else ending)[text[:n]].append(token)
+        after = text[n + 1 :]
+        if text[n : n + 1] == "." and (m := name_run(after)):
+            self.dotted[text[:n]].append((token, after[:m], m == len(after)))
 
     def freeze(self) -> None:
         whole, ending = self._lists
@@ -99,11 +105,20 @@ class NameTokens:
         for keyed in self.after_sep.values():
             keyed.freeze()
 
-    def allowed(self, written: str, names: Iterable[str], *, sep: str = "") -> np.ndarray:
+    def allowed(
+        self,
+        written: str,
+        names: Iterable[str],
+        *,
+        sep: str = "",
+        members_of: Callable[[str], frozenset[str] | None] | None = None,
+    ) -> np.ndarray:
         """Tokens that may come next. `sep` empty: `written` (the name's part so far, maybe
         empty) is followed by a token continuing or ending a name; `sep` given: the separator is
         not written yet, only tokens opening with it are constrained (to sep alone, or sep and
-        the beginning of a name)."""
+        the beginning of a name). `members_of(name)`: the complete member set of a name the
+        token may end (None: not known); a token that ends the name and goes on into one of its
+        members (`.reset` after `self._cstate`) must begin one of them."""
         keep = np.zeros(self.size, dtype=bool)
         if sep:
             keep |= ~self.opens_with[sep]
@@ -122,6 +137,8 @@ class NameTokens:
                 _mark(keep, self.hashed, rest[1:])
             else:
                 _mark(keep, self.plain, rest)
+                if members_of is not None and self.plain.dotted.get(rest):
+                    _check_dotted(keep, self.plain.dotted[rest], members_of(name))
         return keep
 
     def keyword_allowed(self, written: str, names: frozenset[str]) -> np.ndarray:
@@ -150,6 +167,18 @@ class NameTokens:
             else:
                 return []
         return tokens
+
+
+def _check_dotted(
+    keep: np.ndarray, dotted: list[tuple[int, str, bool]], members: frozenset[str] | None
+) -> None:
+    """Forbid the tokens that open a member `members` (complete) does not have."""
+    if members is None:
+        return
+    beginnings = {m[:i] for m in members for i in range(1, len(m) + 1)}
+    for token, run, open_end in dotted:
+        if run not in (beginnings if open_end else members):
+            keep[token] = False
 
 
 def _mark(keep: np.ndarray, keyed: _Keyed, rest: str) -> None:
