@@ -26,6 +26,7 @@ CLI_ONLY = {  # commands a person runs, never the server
 FIXED_PROGRAMS = {
     "engine/startup/crash_probe.py",  # the crash probe: this Python, fixed code, the model files as arguments
     "engine/context/workspace.py",  # git ls-files / check-ignore, fsmonitor and hooks off
+    "engine/backends/llama.py",  # a GPU build: this Python, fixed code (`import llama_cpp`)
 }
 
 

@@ -192,8 +192,8 @@ def test_a_self_draft_at_t0_is_rejected_only_where_batch_numerics_flip_a_near_ti
         def verify_rows(tokens, *, logits_from, **kwargs):
             out = evaluate(tokens, logits_from=logits_from, **kwargs)
             if len(tokens) > 1 and logits_from == 0:  # a verify batch
-                for i, row in enumerate(out):
-                    rows[len(target.tokens) - len(tokens) + i + 1] = row
+                for i, row in enumerate(out):  # (a copy: the loop reads a view of the pass)
+                    rows[len(target.tokens) - len(tokens) + i + 1] = np.array(row)
             return out
 
         target.evaluate = verify_rows  # type: ignore[method-assign]
