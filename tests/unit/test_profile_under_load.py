@@ -12,6 +12,7 @@ import pytest
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import build_engine
+from spec_lsp.engine.backends import threads as cpu_threads
 from spec_lsp.engine.backends.fake import FakeModel, corpus_model
 from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.policy.profile import REMEASURE_S, CostProfile, due_again
@@ -108,5 +109,40 @@ def test_a_cached_profile_that_cannot_be_right_is_measured_again(profiles) -> No
         profile = engine.ensure_profile()
         assert profile.relative()[4] != 8.77  # measured again (the fake's passes take ~50 us)
         assert not engine.needs_profile  # (and not again at once, whatever it measured)
+    finally:
+        engine.close()
+
+
+def test_sizes_the_loop_does_not_run_keep_their_ratio_when_the_speed_moves() -> None:
+    # measured while the cores were shared (190 ms a pass), then single passes run at 28 ms:
+    # c(4) was left at its old time and read as 21x c(1), and the policy never drafted again
+    profile = CostProfile({1: 0.190, 2: 0.326, 4: 0.595, 8: 1.218})
+    for _ in range(60):
+        profile.observe_verify(1, 0.028)
+    assert profile.relative()[4] == pytest.approx(0.595 / 0.190, rel=0.01)
+    assert profile.verify(1) == pytest.approx(0.028, rel=0.01)
+    for _ in range(60):  # a size the loop runs follows its own passes
+        profile.observe_verify(2, 0.070)
+    assert profile.relative()[2] == pytest.approx(2.5, rel=0.05)
+
+
+def test_a_profile_measured_under_load_is_measured_again_at_a_quiet_start(
+    profiles, monkeypatch
+) -> None:
+    engine = build_engine(Settings(drafter="ngram", precompute=False), backend="fake")
+    engine.load()
+    try:
+        key = engine.stage.profile_key()
+        loaded = CostProfile({1: 0.190, 2: 0.326, 4: 0.595}, key=key, load=1.9)
+        cost_profile.save(loaded)
+        engine.update_settings(Settings(drafter="ngram", precompute=False, threads=None))
+        engine.stage.configure(engine.settings)  # (the cache read again, as at a start)
+        quiet = cpu_threads.ThreadChooser(2)
+        quiet.choose = lambda: 2  # type: ignore[method-assign]
+        quiet.measured, quiet.others = True, 0.0
+        monkeypatch.setattr(cpu_threads, "SHARED", quiet)  # (the machine is quiet now)
+        assert engine.needs_profile
+        profile = engine.ensure_profile()  # what `spec-lsp demo` and `complete` call
+        assert profile.verify(1) < 0.1  # measured again (the fake's passes take ~50 us)
     finally:
         engine.close()

@@ -433,8 +433,10 @@ class LocalStage:
         )
 
     def ensure_profile(self, *, remeasure: bool = False) -> cost_profile.CostProfile:
-        """Measure this machine's costs unless a cached profile exists (seconds)."""
-        if self.profile is None or remeasure or self.profile.suspect():
+        """Measure this machine's costs unless a cached profile holds (seconds): one that
+        cannot be right, or was measured under load while the machine is quiet now
+        (`needs_profile`), is measured again."""
+        if self.profile is None or remeasure or self.profile.suspect() or self.needs_profile:
             self._profile_samples = {}
             self._measure_profile(None)
         assert self.profile is not None

@@ -69,9 +69,16 @@ class CostProfile:
 
     def observe_verify(self, n: int, seconds: float) -> None:
         """Calibrate the curve in place from the passes actually run (the machine drifts: clock,
-        thermal, other load); points never measured keep the startup measurement."""
+        thermal, other load). A size the loop does not run keeps its measured ratio to one
+        pass: when single passes speed up or slow down, it moves with them."""
         old = self.verify_seconds.get(n)
-        self.verify_seconds[n] = seconds if old is None else 0.8 * old + 0.2 * seconds
+        new = seconds if old is None else 0.8 * old + 0.2 * seconds
+        self.verify_seconds[n] = new
+        seen = self.__dict__.setdefault("_seen", set())
+        seen.add(n)
+        if n == 1 and old:  # the machine's speed moved: sizes not run since keep their ratio
+            for m in self.verify_seconds.keys() - seen:
+                self.verify_seconds[m] *= new / old
         count = self.__dict__["_observed"] = self.__dict__.get("_observed", 0) + 1
         if old is None or count % 16 == 0:  # re-interpolate now and then, not every round
             self.__dict__.pop("_table", None)
