@@ -61,9 +61,9 @@ def test_a_gpu_build_is_told_by_its_libraries(tmp_path: Path) -> None:
     (tmp_path / "lib").mkdir()
     for name in ("libllama.so", "libggml-base.so", "libggml-cpu.so", "libmtmd.so"):
         (tmp_path / "lib" / name).write_bytes(b"")
-    assert not gpu_build(tmp_path)
+    assert not gpu_build(tmp_path.rglob("*"))
     (tmp_path / "lib" / "libggml-vulkan.so").write_bytes(b"")
-    assert gpu_build(tmp_path)
+    assert gpu_build(tmp_path.rglob("*"))
 
 
 def test_a_gpu_builds_libraries_go_in_before_numpy(tmp_path: Path) -> None:

@@ -18,18 +18,33 @@ import hashlib
 import io
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
 GPU_BACKENDS = ("cuda", "hip", "musa", "vulkan", "sycl")  # ggml's libraries: libggml-<name>.so
 
 
-def gpu_build(package: Path) -> bool:
-    """Whether the llama-cpp-python installed in `package` has a GPU backend library."""
-    return any(
-        f"ggml-{name}" in file.name for file in package.rglob("*ggml-*") for name in GPU_BACKENDS
+def library_files() -> list[Path]:
+    """llama-cpp-python's native libraries (libllama, libggml*), found without importing it:
+    what a rebuild replaces, so their identity names the build."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llama_cpp")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return sorted(
+        file
+        for file in package.rglob("*")
+        if file.is_file() and any(s in file.name for s in LIBRARY_SUFFIXES)
     )
+
+
+def gpu_build(libraries: Iterable[Path]) -> bool:
+    """Whether these native libraries (`library_files()`) include a GPU backend's."""
+    return any(f"ggml-{name}" in file.name for file in libraries for name in GPU_BACKENDS)
 
 
 def load_library_first() -> None:
@@ -43,16 +58,10 @@ def load_library_first() -> None:
     this runs as the module is imported, before its own numpy. A library that cannot even load
     on this machine (built for another CPU) must not take this process with it: a child loads it
     first, and if it fails nothing is done here (the crash probe then finds and names it)."""
-    import importlib.util
     import subprocess
     import sys
 
-    if "numpy" in sys.modules:
-        return
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        return
-    if not gpu_build(Path(next(iter(spec.submodule_search_locations)))):
+    if "numpy" in sys.modules or not gpu_build(library_files()):
         return
     try:
         child = subprocess.run(
@@ -531,25 +540,6 @@ def check_context_fits(file: Path, n_ctx: int, *, what: str) -> None:
 
 
 # -- the build, and the probe's child process (engine/startup/crash_probe.py runs it) ------------------------
-LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
-
-
-def library_files() -> list[Path]:
-    """llama-cpp-python's native libraries (libllama, libggml*), found without importing it:
-    what a rebuild replaces, so their identity names the build."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    package = Path(next(iter(spec.submodule_search_locations)))
-    return sorted(
-        file
-        for file in package.rglob("*")
-        if file.is_file() and any(s in file.name for s in LIBRARY_SUFFIXES)
-    )
-
-
 def system_info() -> str:
     """llama.cpp's own summary of the build: the CPU features compiled in (AVX2, AMX_INT8...),
     and the backends. Loads the libraries, not a model."""

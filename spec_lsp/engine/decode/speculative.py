@@ -74,7 +74,7 @@ def verify(
         return n, best[n]
     u = noise if noise is not None else (lambda _i: float(rng.random()))
     for i, x in enumerate(draft.tokens):
-        if params.greedy or draft.probs is None:
+        if draft.probs is None:  # (a deterministic draft: accepted with probability p(x))
             target_choice = sampling.pick(rows[i], params, u(i))
             if target_choice != x:
                 return i, target_choice
