@@ -17,7 +17,7 @@ from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy
-from spec_lsp.engine.policy.estimate import AcceptanceEstimate
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, strength_bucket
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.policy.realized import PROBE_FIRST, RealizedYield
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
@@ -35,11 +35,11 @@ def test_a_source_that_loses_is_benched_and_others_are_not() -> None:
     ledger = RealizedYield()
     ledger.observe_plain(0.010)
     for _ in range(3):  # 1.5 tokens a round at the cost of 2.5 plain rounds
-        ledger.observe_drafting("ngram", 3, 1, 0.025)
-        ledger.observe_drafting("ngram", 12, 4, 0.025)
-    assert not ledger.allows("ngram", 3)
-    assert ledger.allows("ngram", 12)  # a strong match pays: its bucket drafts on
-    assert ledger.allows("other", 3)
+        ledger.observe_drafting("ngram", strength_bucket(3), 1, 0.025)
+        ledger.observe_drafting("ngram", strength_bucket(12), 4, 0.025)
+    assert not ledger.allows("ngram", strength_bucket(3))
+    assert ledger.allows("ngram", strength_bucket(12))  # a strong match pays: its bucket drafts on
+    assert ledger.allows("other", strength_bucket(3))
     report = ledger.report()
     assert report["ngram/1"]["benched"] and not report["ngram/3"]["benched"]
 
@@ -48,17 +48,19 @@ def test_a_strength_never_tried_follows_the_source_overall() -> None:
     ledger = RealizedYield()
     ledger.observe_plain(0.010)
     for strength in (1, 3, 6):  # one losing round at each of three strengths
-        ledger.observe_drafting("ngram", strength, 1, 0.03)
-    assert not ledger.allows("ngram", 12)  # the source loses overall: a new strength waits
-    assert ledger.allows("other", 12)
+        ledger.observe_drafting("ngram", strength_bucket(strength), 1, 0.03)
+    assert not ledger.allows(
+        "ngram", strength_bucket(12)
+    )  # the source loses overall: a new strength waits
+    assert ledger.allows("other", strength_bucket(12))
     assert ledger.realized_loss(0.03) == pytest.approx(2.0)
 
 
 def test_one_bad_round_does_not_bench() -> None:
     ledger = RealizedYield()
     ledger.observe_plain(0.010)
-    ledger.observe_drafting("ngram", 3, 1, 0.03)
-    assert ledger.allows("ngram", 3)
+    ledger.observe_drafting("ngram", strength_bucket(3), 1, 0.03)
+    assert ledger.allows("ngram", strength_bucket(3))
 
 
 def test_a_benched_source_is_probed_rarely_and_comes_back_when_a_probe_pays() -> None:
@@ -157,7 +159,10 @@ def test_greedy_speculation_under_the_ledger_equals_plain_greedy(
     for i, pays in enumerate(verdicts):  # a history that benches some keys and not others
         for _ in range(3):
             ledger.observe_drafting(
-                "ngram" if i % 2 else "scripted", 4 * i, 1, 0.005 if pays else 0.05
+                "ngram" if i % 2 else "scripted",
+                strength_bucket(4 * i),
+                1,
+                0.005 if pays else 0.05,
             )
             ledger.observe_drafting("continuation", None, 1, 0.005 if pays else 0.05)
     # frozen: the rounds' wall time must not change which drafts hypothesis sees

@@ -14,9 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from spec_lsp.engine.policy.estimate import (
-    AcceptanceEstimate,
-)
+from spec_lsp.engine.policy.estimate import AcceptanceEstimate, strength_bucket
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.policy.realized import CONTINUATION, FREE, RealizedYield
 
@@ -252,7 +250,11 @@ class AdaptivePolicy:
         risk = self.balance + self.allowance
         k = self.best_k(strength=strength, risk=risk)
         self._probe = None
-        if k and self.ledger is not None and not self.ledger.allows(source, strength):
+        if (
+            k
+            and self.ledger is not None
+            and not self.ledger.allows(source, strength_bucket(strength))
+        ):
             self._last_k = 0  # it loses here, whatever the prediction (a free one: shadows)
             return 0
         if k == 0 and strength is not None and self._cost_probe(source, strength, risk):
@@ -292,7 +294,9 @@ class AdaptivePolicy:
         ledger = self.ledger
         if ledger is None or not self._free_drafts() or self.loss(1) > risk:
             return False
-        if self.estimate.alphas(1, strength)[0] < SURE_LOOKUP or ledger.benched(source, strength):
+        if self.estimate.alphas(1, strength)[0] < SURE_LOOKUP or ledger.benched(
+            source, strength_bucket(strength)
+        ):
             return False
         return ledger.cost_probe_due()
 
@@ -369,7 +373,9 @@ class AdaptivePolicy:
             self.ledger.observe_plain(seconds)
             return
         plain = self.profile.verify(1) + self.profile.round_overhead
-        self.ledger.observe_drafting(source, strength, tokens, seconds, plain_seconds=plain)
+        self.ledger.observe_drafting(
+            source, strength_bucket(strength), tokens, seconds, plain_seconds=plain
+        )
 
     def observe_overhead(self, seconds: float) -> None:
         self.profile.observe_overhead(seconds)

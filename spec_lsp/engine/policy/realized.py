@@ -20,8 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from spec_lsp.engine.policy.estimate import strength_bucket
-
 CONTINUATION = "continuation"  # the source name of drafts from the last generation's tokens
 SYMBOL = "symbol"  # the rest of the only name the guide leaves (prompts/guide): free too
 FREE = (CONTINUATION, SYMBOL)  # sources that cost no drafting time
@@ -78,7 +76,7 @@ class RealizedYield:
     def observe_drafting(
         self,
         source: str,
-        strength: int | None,
+        bucket: int | None,
         tokens: int,
         seconds: float,
         *,
@@ -89,7 +87,7 @@ class RealizedYield:
         base = self.plain_seconds or plain_seconds
         if base is None or base <= 0:
             return
-        for account in (self._account(source, strength), self._overall(source)):
+        for account in (self._account(source, bucket), self._overall(source)):
             _judge(account, tokens, seconds / base)
 
     def realized_loss(self, seconds: float) -> float | None:
@@ -98,10 +96,11 @@ class RealizedYield:
             return None
         return min(seconds / self.plain_seconds, OUTLIER) - 1.0
 
-    def allows(self, source: str, strength: int | None) -> bool:
-        """May `source` draft this round at this strength? A benched key waits its turn for a
+    def allows(self, source: str, bucket: int | None) -> bool:
+        """May `source` draft this round at this strength (`estimate.strength_bucket`, as every
+        method here takes it)? A benched key waits its turn for a
         probe (each call while benched is a round it would have drafted)."""
-        account = self.accounts.get((source, strength_bucket(strength)))
+        account = self.accounts.get((source, bucket))
         if account is None or account.drafted_rounds < EVIDENCE:
             # a strength with too little evidence of its own follows the source's overall
             account = self.accounts.get((source, OVERALL))
@@ -115,8 +114,8 @@ class RealizedYield:
             return True
         return False
 
-    def benched(self, source: str, strength: int | None) -> bool:
-        account = self.accounts.get((source, strength_bucket(strength)))
+    def benched(self, source: str, bucket: int | None) -> bool:
+        account = self.accounts.get((source, bucket))
         if account is None or account.drafted_rounds < EVIDENCE:
             account = self.accounts.get((source, OVERALL))
         return account is not None and account.benched
@@ -160,8 +159,8 @@ class RealizedYield:
         self.plain_seconds = None
         self.accounts.clear()
 
-    def _account(self, source: str, strength: int | None) -> Account:
-        return self._get((source, strength_bucket(strength)))
+    def _account(self, source: str, bucket: int | None) -> Account:
+        return self._get((source, bucket))
 
     def _overall(self, source: str) -> Account:
         return self._get((source, OVERALL))
