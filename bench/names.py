@@ -18,7 +18,10 @@ prompt:
   FIM template, `create_completion`, greedy), the same prompt;
 - plain+mask: the same with its logits masked to Jedi's completions there (every resolved
   receiver, complete or not, where a name is defined too) until the first name is written;
-  `--plain-bias B` adds plain+bias=B: the other tokens lowered by B instead.
+  `--plain-bias B` adds plain+bias=B: the other tokens lowered by B instead;
+- on-dunders=B (`--dunders B`): on, with the dunders every object has (OBJECT_DUNDERS) lowered
+  by B (inf: left out) where the member set is complete and what is written does not open with
+  `__`; a rule tried on the fit and choose sets before the product takes it.
 
 A name that is not a member counts as defined, not as used, where the receiver opens the
 statement and the name is followed by `=` or `:` (`self.x = ...`: a new attribute).
@@ -43,7 +46,7 @@ import statistics
 import sysconfig
 import time
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +57,7 @@ from bench.common import ROOT, geomean, log, read_results
 from bench.places import Plain, engine_options, loaded_engine, machine, report, with_plain
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
 from spec_lsp.prompts.guide import scopes
-from spec_lsp.prompts.guide.monitor import DEFINING
+from spec_lsp.prompts.guide.monitor import DEFINING, Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
 STDLIB = (
@@ -76,6 +79,8 @@ PACKAGES = (
     "pygments/lexer.py",
 )
 VARIANTS = {"off": (False, 0.0), "on": (True, 0.0), "on+bias": (True, 100.0)}
+DUNDERS = "on-dunders="  # (`--dunders B`: on, the dunders every object has lowered by B)
+OBJECT_DUNDERS = frozenset(dir(object)) | {"__dict__", "__module__", "__annotations__"}
 PLAIN = ("plain", "plain+mask")
 SKIP_LINES = 30
 SPLIT_MIN_LINES = 1000
@@ -271,8 +276,33 @@ def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
 
 
 def set_variant(engine: Engine, name: str) -> None:
-    guide, bias = VARIANTS[name]
+    guide, bias = VARIANTS["on" if name.startswith(DUNDERS) else name]
+    _demoted[0] = float(name[len(DUNDERS) :]) if name.startswith(DUNDERS) else 0.0
     engine.update_settings(engine.settings.model_copy(update={"guide": guide, "guide_bias": bias}))
+
+
+_demoted = [0.0]  # by how much the on-dunders variant lowers the dunders every object has
+
+
+def _demoting(guided: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Monitor._guided, and then (on-dunders=B) the tokens that begin only the dunders every
+    object has lowered by B, where the set is complete and what is written is not `__...`."""
+
+    def demoted(monitor: Monitor, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
+        row = guided(monitor, logits, out)
+        if not _demoted[0]:
+            return row
+        members, point = found if (found := monitor._members(out)) else (None, None)
+        if members is None or point is None or not members.complete or point.kind != "member":
+            return row
+        if point.written.startswith("__"):
+            return row
+        core = monitor.names.allowed(point.written, members.names - OBJECT_DUNDERS, sep=point.sep)
+        if not core.any():
+            return row
+        return np.where(core, row, row - _demoted[0]).astype(row.dtype, copy=False)
+
+    return demoted
 
 
 def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] | None:
@@ -312,7 +342,7 @@ def run_case(
         "analysis_s": seconds,
     }
     for variant in variants:
-        if variant in VARIANTS:
+        if variant in VARIANTS or variant.startswith(DUNDERS):
             set_variant(engine, variant)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
@@ -362,7 +392,8 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
     ]
     if not rows:  # (--speed-only)
         out = [head]
-    variants = [v for v in rows[0] if v in VARIANTS or v.startswith("plain")] if rows else []
+    engines = [*VARIANTS, DUNDERS]
+    variants = [v for v in rows[0] if v.startswith(("plain", *engines))] if rows else []
     for label, group in groups if rows else []:
         for variant in variants:
             cells = [r[variant] for r in group]
@@ -370,7 +401,7 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
             defined = sum(bool(c.get("defined")) for c in wrong)
             used = sum(c["unknown"] for c in wrong) - defined
             other = sum(not c["unknown"] for c in wrong)
-            engine = variant in VARIANTS
+            engine = variant.startswith(tuple(engines))
             out.append(
                 f"| {label} ({len(group)}) | {variant} | {sum(c['right'] for c in cells)} | "
                 f"{used} | {defined} | {other} | "
@@ -441,6 +472,9 @@ def options(
         parser.add_argument(
             "--plain-bias", type=float, nargs="*", default=[], help="plain+bias=B variants"
         )
+        parser.add_argument(
+            "--dunders", type=float, nargs="*", default=[], help="on-dunders=B variants"
+        )
     parser.add_argument(
         "--tokens", type=int, default=12, help="tokens per ask (the first name is what counts)"
     )
@@ -471,7 +505,10 @@ def measure(
     variants = [
         *getattr(args, "variants", VARIANTS),
         *(f"plain+bias={b:g}" for b in getattr(args, "plain_bias", [])),
+        *(f"{DUNDERS}{b:g}" for b in getattr(args, "dunders", [])),
     ]
+    if any(v.startswith(DUNDERS) for v in variants):
+        Monitor._guided = _demoting(Monitor._guided)  # type: ignore[method-assign]
     pair: tuple[Plain, NameTokens] | None = None
     if any(v.startswith("plain") for v in variants):
         engine, plain, extra = with_plain(args)

@@ -6,7 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from bench.context_time import GUIDE, base_of, settings_of
-from bench.names import STDLIB, Case, FirstName, outcome, render, split_files
+from bench.names import (
+    STDLIB,
+    Case,
+    FirstName,
+    _demoting,
+    outcome,
+    render,
+    set_variant,
+    split_files,
+)
+from spec_lsp.prompts.guide.analysis import Members, Table
+from spec_lsp.prompts.guide.monitor import Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
 INIT = "class C:\n    def __init__(self, x):\n        self."
@@ -75,3 +86,34 @@ def test_context_time_compares_the_guide_against_off() -> None:
     assert settings_of(runs) == list(GUIDE) and base_of(list(GUIDE)) == "off"
     assert settings_of([{"setting": s} for s in ("0", "640")]) == ["640", "0"]
     assert base_of(["640", "0"]) == "0"
+
+
+class _Settings:
+    def model_copy(self, update: dict[str, object]) -> _Settings:
+        return self
+
+
+class _Engine:
+    settings = _Settings()
+
+    def update_settings(self, settings: object) -> None:
+        pass
+
+
+def test_the_dunders_variant_lowers_only_what_begins_the_dunders_every_object_has() -> None:
+    vocab = [b"url", b"__", b"get", b"_target", b"getattribute", b"__class__", b"__get"]
+    members = frozenset({"get_target", "__getattribute__", "__class__"})
+    table = Table(1, {((), "self"): Members(members, True)})
+    logits = np.array([9, 5, 4.5, 0, 0, 1, 0], dtype=np.single)
+    guided = _demoting(Monitor._guided)
+    rows = {}
+    for variant in ("on", "on-dunders=3", "on-dunders=inf"):
+        set_variant(_Engine(), variant)  # type: ignore[arg-type]
+        monitor = Monitor(NameTokens(vocab), table, text="    x = self.", scope=())
+        rows[variant] = guided(monitor, logits, [])
+        after = guided(monitor, logits, [1])  # (`__` written: the dunders are open again)
+        assert np.isfinite(after)[4] and after[4] == 0
+    assert rows["on"].tolist() == [-np.inf, 5, 4.5, -np.inf, -np.inf, 1, 0]
+    assert rows["on-dunders=3"].tolist() == [-np.inf, 2, 4.5, -np.inf, -np.inf, -2, -3]
+    assert np.isfinite(rows["on-dunders=inf"]).tolist() == [False, False, True] + [False] * 4
+    set_variant(_Engine(), "on")  # type: ignore[arg-type]
