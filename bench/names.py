@@ -19,6 +19,8 @@ prompt:
 - plain+mask: the same with its logits masked to Jedi's completions there (every resolved
   receiver, complete or not, where a name is defined too) until the first name is written;
   `--plain-bias B` adds plain+bias=B: the other tokens lowered by B instead;
+- on-jedi: on, with the members Jedi lists alone (analysis.Bodies left out: not the names the
+  classes' own bodies use on `self`), the file analysed again for it; last in a case's row;
 - on-dunders=B (`--dunders B`): on, with the dunders every object has (OBJECT_DUNDERS) lowered
   by B (inf: left out) where the member set is complete and what is written does not open with
   `__`; a rule tried on the fit and choose sets before the product takes it.
@@ -46,7 +48,8 @@ import statistics
 import sysconfig
 import time
 import tokenize
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,7 +59,7 @@ import numpy as np
 from bench.common import ROOT, geomean, log, read_results
 from bench.places import Plain, engine_options, loaded_engine, machine, report, with_plain
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
-from spec_lsp.prompts.guide import scopes
+from spec_lsp.prompts.guide import analysis, scopes
 from spec_lsp.prompts.guide.monitor import DEFINING, Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
@@ -79,6 +82,7 @@ PACKAGES = (
     "pygments/lexer.py",
 )
 VARIANTS = {"off": (False, 0.0), "on": (True, 0.0), "on+bias": (True, 100.0)}
+JEDI_ONLY = "on-jedi"  # on, the members Jedi lists alone (what the guide did before Bodies)
 DUNDERS = "on-dunders="  # (`--dunders B`: on, the dunders every object has lowered by B)
 OBJECT_DUNDERS = frozenset(dir(object)) | {"__dict__", "__module__", "__annotations__"}
 PLAIN = ("plain", "plain+mask")
@@ -276,12 +280,23 @@ def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
 
 
 def set_variant(engine: Engine, name: str) -> None:
-    guide, bias = VARIANTS["on" if name.startswith(DUNDERS) else name]
+    guide, bias = VARIANTS["on" if name.startswith((DUNDERS, JEDI_ONLY)) else name]
     _demoted[0] = float(name[len(DUNDERS) :]) if name.startswith(DUNDERS) else 0.0
     engine.update_settings(engine.settings.model_copy(update={"guide": guide, "guide_bias": bias}))
 
 
 _demoted = [0.0]  # by how much the on-dunders variant lowers the dunders every object has
+
+
+@contextmanager
+def _jedi_only() -> Iterator[None]:
+    """The analysis without what the classes' bodies use on `self` (Jedi's members alone)."""
+    used = analysis.Bodies.used_on_self
+    analysis.Bodies.used_on_self = lambda self, inferred: frozenset()  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        analysis.Bodies.used_on_self = used  # type: ignore[method-assign]
 
 
 def _demoting(guided: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
@@ -342,7 +357,16 @@ def run_case(
         "analysis_s": seconds,
     }
     for variant in variants:
-        if variant in VARIANTS or variant.startswith(DUNDERS):
+        if variant == JEDI_ONLY:
+            with _jedi_only():
+                engine.document_closed(Path(case.path).as_uri())
+                again = resolved(engine, case)
+            set_variant(engine, variant)
+            got = ask(engine, case, tokens=tokens, multiline=False)
+            row[variant] = outcome(case, got.text, names)
+            row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)
+            row[variant]["known"] = again is not None and case.expected in again[0]
+        elif variant in VARIANTS or variant.startswith(DUNDERS):
             set_variant(engine, variant)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
@@ -392,7 +416,7 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
     ]
     if not rows:  # (--speed-only)
         out = [head]
-    engines = [*VARIANTS, DUNDERS]
+    engines = [*VARIANTS, DUNDERS, JEDI_ONLY]
     variants = [v for v in rows[0] if v.startswith(("plain", *engines))] if rows else []
     for label, group in groups if rows else []:
         for variant in variants:
@@ -467,7 +491,10 @@ def options(
             "--definitions", action="store_true", help="only where a name may be defined"
         )
         parser.add_argument(
-            "--variants", nargs="+", choices=[*VARIANTS, *PLAIN], default=[*VARIANTS, *PLAIN]
+            "--variants",
+            nargs="+",
+            choices=[*VARIANTS, *PLAIN, JEDI_ONLY],
+            default=[*VARIANTS, *PLAIN],
         )
         parser.add_argument(
             "--plain-bias", type=float, nargs="*", default=[], help="plain+bias=B variants"

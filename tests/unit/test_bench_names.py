@@ -11,12 +11,13 @@ from bench.names import (
     Case,
     FirstName,
     _demoting,
+    _jedi_only,
     outcome,
     render,
     set_variant,
     split_files,
 )
-from spec_lsp.prompts.guide.analysis import Members, Table
+from spec_lsp.prompts.guide.analysis import Analyser, Members, Table
 from spec_lsp.prompts.guide.monitor import Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
@@ -117,3 +118,13 @@ def test_the_dunders_variant_lowers_only_what_begins_the_dunders_every_object_ha
     assert rows["on-dunders=3"].tolist() == [-np.inf, 2, 4.5, -np.inf, -np.inf, -2, -3]
     assert np.isfinite(rows["on-dunders=inf"]).tolist() == [False, False, True] + [False] * 4
     set_variant(_Engine(), "on")  # type: ignore[arg-type]
+
+
+def test_the_jedi_only_variant_analyses_without_what_the_class_uses_on_self() -> None:
+    text = "class Misc:\n    def call(self):\n        return self.tk.call()\n\n    def f(self):\n        self.\n"
+    with _jedi_only():
+        before = Analyser().analyse(text, version=1, path=None, root=None)
+    after = Analyser().analyse(text, version=1, path=None, root=None)
+    found = [t.lookup(("class Misc", "def f"), "self") for t in (before, after)]
+    assert found[0] is not None and "tk" not in found[0].names
+    assert found[1] is not None and "tk" in found[1].names

@@ -129,14 +129,17 @@ WORKSPACE = {
 }
 
 
-def test_jedi_resolves_a_class_from_another_module_as_complete(tmp_path):
-    for rel, text in WORKSPACE.items():
+def analysed(tmp_path, files: dict[str, str]) -> Table:
+    """The files written under tmp_path (the workspace folder), pkg/main.py analysed."""
+    for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    text = WORKSPACE["pkg/main.py"]
-    table = Analyser().analyse(
-        text, version=3, path=str(tmp_path / "pkg/main.py"), root=str(tmp_path)
-    )
+    path = str(tmp_path / "pkg/main.py")
+    return Analyser().analyse(files["pkg/main.py"], version=3, path=path, root=str(tmp_path))
+
+
+def test_jedi_resolves_a_class_from_another_module_as_complete(tmp_path):
+    table = analysed(tmp_path, WORKSPACE)
     assert table.done and table.version == 3
     found = table.lookup(("def run",), "reservoir")
     assert found is not None and found.complete
@@ -261,3 +264,39 @@ def test_a_token_that_ends_a_name_and_opens_a_member_must_open_one_that_exists()
     m = Monitor(NameTokens(vocab), table, text="        return dict(self._c", scope=())
     row = m.guide(np.zeros(len(vocab), dtype=np.float32), [6])
     assert np.isfinite(row[1])
+
+
+SELF_SET_ELSEWHERE = {
+    "pkg/__init__.py": "",
+    "pkg/span.py": (
+        "class Span:\n"
+        "    __slots__ = ('_days',)\n\n"
+        "    def __new__(cls, days):\n"
+        "        self = object.__new__(cls)\n"
+        "        self._days = days\n"
+        "        return self\n\n"
+        "    def days(self):\n"
+        "        return self._days\n"
+    ),
+    "pkg/main.py": (
+        "from pkg.span import Span\n\n\n"
+        "class Misc:\n"
+        "    def call(self, *args):\n"
+        "        return self.tk.call(*args)\n\n"
+        "    def focus(self):\n"
+        "        return self.\n\n\n"
+        "def total(span: Span):\n"
+        "    return span.\n"
+    ),
+}
+
+
+def test_a_class_s_members_include_what_its_own_body_uses_on_self(tmp_path):
+    # Jedi lists neither `_days` (set through another name in `__new__`) nor `tk` (a mixin's
+    # attribute, set by the classes that use it): a complete set without them would forbid
+    # names the class itself uses
+    table = analysed(tmp_path, SELF_SET_ELSEWHERE)
+    mixin = table.lookup(("class Misc", "def focus"), "self")
+    assert mixin is not None and mixin.complete and {"call", "focus", "tk"} <= mixin.names
+    span = table.lookup(("def total",), "span")
+    assert span is not None and span.complete and {"days", "_days"} <= span.names

@@ -5,7 +5,11 @@ imports from (`from m import`), the members Jedi completes there, keyed by the s
 occurrence is in (scopes.py) and the receiver's text: a lookup while decoding is two dict
 reads. A set is `complete` (a hard mask) where every type Jedi infers for the receiver is a
 module, class or instance defined in source (a .py file) without `__getattr__`; a stub's
-(.pyi), a compiled module's or an unresolved one's is not.
+(.pyi), a compiled module's or an unresolved one's is not. A class's members are Jedi's and
+every name its own body reads or writes on `self`/`cls`: Jedi does not list an attribute set
+through another name (`self = object.__new__(cls)`, a `__slots__` class's) or one a mixin
+expects its subclasses to set (tkinter's `Misc` reads `self.tk`), and the mask must not forbid
+a name the class itself uses.
 
 Jedi's inference is pure Python and takes milliseconds to seconds per receiver: the receivers
 nearest the cursor first, new ones before those an earlier version had, within a time budget.
@@ -44,6 +48,7 @@ _DEREF = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*(?:[A-Za-z_][\w.]*)?)[ \t]+import[ \t]*", re.M)
 _SELF = ("self", "cls")
+_ON_SELF = re.compile(r"(?<![\w.])(?:self|cls)\.([A-Za-z_]\w*)")
 # (scope, receiver); an import's receiver is "from <module>", a call's "call <callee>"
 Key = tuple[Scope, str]
 # Jedi's inference keeps process-wide state and is not safe from two threads at once (two
@@ -187,6 +192,7 @@ class Analyser:
         todo = self._order(text, near_line, earlier)
         module_names = _module_level_names(script)
         shared: dict[frozenset[str], frozenset[str]] = {}  # (one copy of each member set)
+        bodies = Bodies(text.split("\n"), path)
         published = 0.0
         for n, occurrence in enumerate(todo):
             started += hooks.paused()
@@ -197,7 +203,7 @@ class Analyser:
                 hooks.publish(partial.merged(earlier))
             if hooks.cancelled() or now - started > self.budget_seconds:
                 break
-            members = _members(script, occurrence)
+            members = _members(script, occurrence, bodies)
             if members is None:
                 continue
             members = Members(shared.setdefault(members.names, members.names), members.complete)
@@ -247,9 +253,10 @@ def _module_level_names(script: object) -> set[str]:
         return set()
 
 
-def _members(script: object, occurrence: Occurrence) -> Members | None:
-    """Jedi's completions at the occurrence and whether they are all there is (a call: the
-    names its keyword arguments may take, and whether no `**kwargs` takes others)."""
+def _members(script: object, occurrence: Occurrence, bodies: Bodies) -> Members | None:
+    """Jedi's completions at the occurrence, with what the classes behind it use on `self`,
+    and whether they are all there is (a call: the names its keyword arguments may take, and
+    whether no `**kwargs` takes others)."""
     if occurrence.key[1].startswith("call "):
         return _parameters(script, occurrence)
     try:
@@ -258,9 +265,55 @@ def _members(script: object, occurrence: Occurrence) -> Members | None:
         if not names:
             return None
         inferred = script.infer(occurrence.line, occurrence.name_end)  # type: ignore[attr-defined]
+        names |= bodies.used_on_self(inferred)
     except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
         return None
     return Members(names, bool(inferred) and "__getattr__" not in names and _in_source(inferred))
+
+
+class Bodies:
+    """What the bodies of the classes behind a receiver read or write on `self` or `cls`: the
+    file being analysed (its lines) or another module (read from disk), each class once."""
+
+    def __init__(self, lines: list[str], path: str | None) -> None:
+        self.lines, self.path = lines, path
+        self._found: dict[tuple[str, int, int], frozenset[str]] = {}
+
+    def used_on_self(self, inferred: list[object]) -> frozenset[str]:
+        found: set[str] = set()
+        for name in inferred:
+            if getattr(name, "type", "") not in ("class", "instance"):
+                continue
+            start = name.get_definition_start_position()  # type: ignore[attr-defined]
+            end = name.get_definition_end_position()  # type: ignore[attr-defined]
+            if start is None or end is None:
+                continue
+            module = str(getattr(name, "module_path", None) or "")
+            key = (module, start[0], end[0])
+            if key not in self._found:
+                here = not module or (self.path is not None and Path(module) == Path(self.path))
+                lines = self.lines if here else _source(module).split("\n")
+                body = "\n".join(lines[start[0] - 1 : end[0]])
+                self._found[key] = frozenset(_ON_SELF.findall(body))
+            found |= self._found[key]
+        return frozenset(found)
+
+
+def _source(path: str) -> str:
+    """Another module's text, read once while its modification time holds."""
+    try:
+        stamp = Path(path).stat().st_mtime_ns
+    except OSError:
+        return ""
+    return _read(path, stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _read(path: str, stamp: int) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _parameters(script: object, occurrence: Occurrence) -> Members | None:
