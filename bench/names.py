@@ -534,6 +534,8 @@ def measure(
         *(f"plain+bias={b:g}" for b in getattr(args, "plain_bias", [])),
         *(f"{DUNDERS}{b:g}" for b in getattr(args, "dunders", [])),
     ]
+    if JEDI_ONLY in variants:  # (last: it leaves the file analysed without Bodies)
+        variants = [*(v for v in variants if v != JEDI_ONLY), JEDI_ONLY]
     if any(v.startswith(DUNDERS) for v in variants):
         Monitor._guided = _demoting(Monitor._guided)  # type: ignore[method-assign]
     pair: tuple[Plain, NameTokens] | None = None
