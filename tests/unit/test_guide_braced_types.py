@@ -50,6 +50,8 @@ public class Item {
     int count;
     public static Item of(int n) { return new Item(); }
     public static Box boxed() { return null; }
+    public static Item pick(int n) { return null; }
+    public static Box pick(String s) { return null; }
     public Item copy() { return this; }
 }
 """
@@ -61,6 +63,7 @@ class Use {
         var x = Item.of(3);
         var b = Item.boxed();
         var y = x.copy();
+        var p = Item.pick(1);
         HERE;
     }
 }
@@ -74,6 +77,7 @@ def test_java_var_from_a_static_factory_is_its_declared_type(tmp_path):
     assert {"count", "copy", "of", "equals"} <= names and complete
     assert "depth" in at(table, text, "HERE", "b")[0]
     assert missing(table, text, "HERE", "y")  # (an instance method's call: not read)
+    assert missing(table, text, "HERE", "p")  # (overloads of different results)
 
 
 GO_ITEMS = """package items

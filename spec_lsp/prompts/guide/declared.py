@@ -86,6 +86,12 @@ class _Reader:
         held = self.out.bindings.setdefault(scope, {})
         held[name] = kind if held.get(name, kind) == kind else ""
 
+    def result(self, function: str, kind: str) -> None:
+        """What `function` returns; "" where overloads (Java, TypeScript) or impls (Rust) of
+        the name say different types."""
+        held = self.out.returns.get(function)
+        self.out.returns[function] = kind if held in (None, kind) else ""
+
     # -- the walk --------------------------------------------------------------------------------
     def walk(self, node: Any, scope: Header, self_type: str) -> None:
         for child in node.named_children:
@@ -154,9 +160,7 @@ class _Reader:
                 self.out.assoc.setdefault(target, set()).add(node_text(name))
             result = type_name(item.child_by_field_name("return_type"))
             if item.type == "function_item" and result:
-                self.out.returns[f"{target}::{node_text(name)}"] = (
-                    target if result == "Self" else result
-                )
+                self.result(f"{target}::{node_text(name)}", target if result == "Self" else result)
 
     def function(self, node: Any, scope: Header, inner: Header, self_type: str) -> None:
         name = node_text(node.child_by_field_name("name"))
@@ -169,7 +173,7 @@ class _Reader:
                     self.out.methods.setdefault(target, set()).add(name)
                     self.params(receiver, inner, self_type)
             elif result and node.type == "function_declaration":
-                self.out.returns[name] = result
+                self.result(name, result)
         if not scope and node.type == "function_declaration" and name[:1].isupper():
             self.out.exports.add(name)
         if self.lang in ("ts", "java"):  # what a factory returns: `Foo.of(..)`, `make(..)`
@@ -177,9 +181,9 @@ class _Reader:
                 node.child_by_field_name("return_type") or node.child_by_field_name("type")
             )
             if result and node.type == "function_declaration" and not scope:
-                self.out.returns[name] = result
+                self.result(name, result)
             elif result and self_type and is_static(node) and node.type != "function_declaration":
-                self.out.returns[f"{self_type}.{name}"] = result
+                self.result(f"{self_type}.{name}", result)
         self.params(node.child_by_field_name("parameters"), inner, self_type)
 
     def params(self, node: Any | None, scope: Header, self_type: str) -> None:

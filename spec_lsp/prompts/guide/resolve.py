@@ -24,6 +24,7 @@ OBJECT_JS = frozenset(
 )
 FUNCTION_JS = frozenset("name length prototype apply call bind toString".split())
 OBJECT_JAVA = frozenset("equals hashCode toString getClass notify notifyAll wait".split())
+JAVA_TYPE_ONLY = frozenset({"class", "this", "super"})  # `T.class`, `T.this.x`, `T.super.f()`
 ENUM_JAVA = frozenset("name ordinal compareTo getDeclaringClass describeConstable".split())
 EXTENSIONS = {
     "ts": (".ts", ".tsx", ".mts", ".cts"),
@@ -279,7 +280,7 @@ class Resolver:
         names |= _extra_members(lang, decl)
         statics |= _extra_statics(lang, decl)
         if lang == "java":  # (an instance names its class's static members too)
-            names |= statics - {"class"}
+            names |= statics - JAVA_TYPE_ONLY
         members = Members(frozenset(names), complete) if names else None
         static_set = Members(frozenset(statics), complete) if lang != "go" and statics else None
         return Resolved(members, static_set, fields)
@@ -330,5 +331,5 @@ def _extra_statics(lang: str, decl: TypeDecl) -> frozenset[str]:
         return FUNCTION_JS
     if lang == "java":
         enum = frozenset({"values", "valueOf"}) if decl.kind == "enum_declaration" else frozenset()
-        return frozenset({"class"}) | enum
+        return JAVA_TYPE_ONLY | enum
     return frozenset()

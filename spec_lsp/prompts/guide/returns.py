@@ -42,7 +42,7 @@ def returned(function: str, own: Outline, resolver: Resolver) -> Ref | None:
 
 def _declared_result(name: str, places: Sequence[Outline | None], resolver: Resolver) -> Ref | None:
     for place in places:
-        if place is not None and name in place.returns:
+        if place is not None and place.returns.get(name):
             return resolver.find(place.returns[name], place)
     return None
 
@@ -56,6 +56,8 @@ def _static(owner: str, member: str, own: Outline, resolver: Resolver) -> Ref | 
     places = [there] if own.language in ("ts", "js", "java") else [own, *resolver.beside(there)]
     for place in places:
         result = place.returns.get(ref[1] + member)
+        if result == "":
+            return None  # (overloads of different results)
         if result is not None:
             return ref if result in ("Self", ref[1]) else resolver.find(result, place)
     return None
