@@ -70,6 +70,16 @@ class Use {
 """
 
 
+def test_a_typescript_function_imported_from_a_package_is_not_the_files_own(tmp_path):
+    source = (
+        "import { makeFoo } from 'elsewhere';\nimport { Foo } from './foo';\n\n"
+        "function run(): void {\n  const m = makeFoo();\n  HERE;\n}\n"
+        "function makeFoo(): Foo { return new Foo(); }\n"
+    )
+    table, text = analysed(tmp_path, "use.ts", {"foo.ts": TS_FOO, "use.ts": source})
+    assert missing(table, text, "HERE", "m")
+
+
 def test_java_var_from_a_static_factory_is_its_declared_type(tmp_path):
     files = {"shop/Item.java": JAVA_ITEM, "shop/Box.java": JAVA_BOX, "shop/Use.java": JAVA_USE}
     table, text = analysed(tmp_path, "shop/Use.java", files)
@@ -176,6 +186,16 @@ def test_rust_paths_of_several_segments_name_a_types_associated_items(tmp_path):
     assert at(table, text, "HERE", "Fr::")[0] == frozenset({"empty"})
     assert missing(table, text, "HERE", "crate::nowhere::Shape::")
     assert missing(table, text, "HERE", "std::fmt::Display::")
+
+
+def test_rust_super_paths_are_not_read_where_the_file_has_inline_modules(tmp_path):
+    inline = (
+        RUST_APP + "\n#[cfg(test)]\nmod tests {\n    fn t() {\n        super::Other::\n    }\n}\n"
+    )
+    files = {**RUST_FILES, "src/app.rs": inline}
+    table, text = analysed(tmp_path, "src/app.rs", files)
+    assert missing(table, text, "HERE", "super::shapes::Shape::")  # (whose `super`?)
+    assert "new" in at(table, text, "HERE", "crate::shapes::Shape::")[0]
 
 
 def test_a_rust_use_list_with_self_and_as(tmp_path):
@@ -285,7 +305,7 @@ import com.acme.util.*;
 import static com.acme.util.Clock.now;
 
 public class App extends Order {
-    void run(Order o, Clock c, Line l, Missing m) {
+    void run(Order o, Clock c, Line l, Missing m, Order.Line n) {
         HERE;
     }
 }
@@ -303,6 +323,7 @@ def test_java_imports_of_a_class_and_of_a_package_resolve_in_the_source_tree(tmp
     assert {"total", "close", "equals"} <= order and complete
     assert {"now", "hashCode"} <= at(table, text, "HERE", "c")[0]
     assert "qty" in at(table, text, "HERE", "l")[0]
+    assert "qty" in at(table, text, "HERE", "n")[0]  # (`Order.Line`: a nested class)
     this, complete = at(table, text, "HERE", "this")
     assert {"run", "total", "close"} <= this and complete  # (its base imported)
     assert missing(table, text, "HERE", "m")

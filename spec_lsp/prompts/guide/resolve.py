@@ -134,7 +134,14 @@ class Resolver:
         if "::" in name and where.language == "rust":
             return self.rust_path(name.split("::"), where, depth)
         if "." in name and where.language == "java":
-            return self.java_class(name, where, depth)
+            outer, _, inner = name.rpartition(".")
+            found = self.java_class(name, where, depth)
+            if found is None:  # (a nested class: `Outer.Inner`, Outer found as a name is)
+                there = self.find(outer, where, depth + 1)
+                held = self.outline(there[0]) if there is not None else None
+                if held is not None and inner in held.types:
+                    found = (held.path, inner)
+            return found
         found = self.declared(name, where, depth)
         if found is not None or name in where.imported:
             return found

@@ -34,9 +34,11 @@ def returned(function: str, own: Outline, resolver: Resolver) -> Ref | None:
         return _declared_result(function, resolver.beside(own), resolver)
     if own.language in ("ts", "js"):
         imported = own.imported.get(function)
-        module = resolver.module_file(own, imported[0]) if imported else None
-        there = resolver.outline(module) if module else own
-        return _declared_result(imported[1] if imported else function, [there], resolver)
+        if imported is None:
+            return _declared_result(function, [own], resolver)
+        module = resolver.module_file(own, imported[0])
+        there = resolver.outline(module) if module else None
+        return _declared_result(imported[1], [there], resolver)
     return None
 
 

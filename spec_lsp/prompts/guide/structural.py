@@ -36,6 +36,7 @@ from spec_lsp.prompts.guide.scopes import Scope
 # ("namespace", Members); ("none", None): a name bound to what is not known here
 Entry = tuple[str, Any]
 _RUST_PATH = re.compile(r"\b(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*")
+_INLINE_MODULE = re.compile(r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?mod[ \t]+\w+[ \t]*\{", re.M)
 MAX_PATHS = 400  # distinct Rust paths of a file resolved ahead
 SELF_NAMES = {"js": "this", "ts": "this", "java": "this", "rust": "self", "go": ""}
 
@@ -172,14 +173,20 @@ def _entry(value: str, own: Outline, resolver: Resolver) -> Entry:
 
 def _rust_paths(table: Structural, text: str, own: Outline, resolver: Resolver) -> None:
     """Each `a::b::T` the file's text writes (its prefixes too), resolved to a workspace type:
-    the lookup of `crate::a::T::` answers from these."""
+    the lookup of `crate::a::T::` answers from these (the file's module's paths: where the
+    file has inline modules, whose `super::` differs, those starting `super`/`self` are not
+    kept)."""
     seen: set[str] = set()
+    # (inline modules read in the text: a tree being edited may hold them in an error node)
+    inline = _INLINE_MODULE.search(text) is not None
     for found in _RUST_PATH.finditer(text):
         parts = found.group(0).split("::")
         for end in range(2, len(parts) + 1):
             path = "::".join(parts[:end])
             if path in seen or len(seen) >= MAX_PATHS or parts[0] == "Self":
                 continue
+            if inline and parts[0] in ("super", "self"):
+                continue  # (in a `mod tests { .. }` these name other modules than the file's)
             seen.add(path)
             ref = resolver.find(path, own)
             if ref is not None and resolver.resolve(ref) is not None:
