@@ -269,6 +269,12 @@ def test_go_alias_has_the_methods_a_defined_type_does_not(tmp_path):
     assert at(table, text, "HERE", "n") == (frozenset({"Double"}), True)
 
 
+def test_go_alias_declared_in_another_file_of_the_package(tmp_path):
+    use = "package a\n\nfunc other(s *Same) {\n\tHERE\n}\n"
+    table, text = analysed(tmp_path, "b.go", {"a.go": GO_TYPES, "b.go": use})
+    assert {"Name", "Own", "Promoted"} <= at(table, text, "HERE", "s")[0]
+
+
 def test_go_defined_type_over_a_type_from_elsewhere_is_incomplete(tmp_path):
     source = 'package a\n\nimport "sync"\n\ntype M sync.Mutex\n\nfunc (m *M) F() {\n\tm.HERE\n}\n'
     table, text = analysed(tmp_path, "a.go", {"a.go": source})

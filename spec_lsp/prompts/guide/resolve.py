@@ -146,7 +146,7 @@ class Resolver:
         if found is not None or name in where.imported:
             return found
         if where.language in ("go", "java", "rust"):
-            found = self._in_files(name, self.beside(where))
+            found = self._in_files(name, self.beside(where), depth)
         for package in where.star_imports if found is None else ():
             found = self.java_class(f"{package}.{name}", where, depth)
             if found is not None:
@@ -194,10 +194,12 @@ class Resolver:
         there = self.outline(module) if module else None
         return self.declared(parts[-1], there, depth + 1) if there is not None else None
 
-    def _in_files(self, name: str, outlines: list[Outline]) -> Ref | None:
+    def _in_files(self, name: str, outlines: list[Outline], depth: int = 0) -> Ref | None:
         for outline in outlines:
             if name in outline.types:
                 return (outline.path, name)
+            if name in outline.aliases:
+                return self.find(outline.aliases[name], outline, depth + 1)
         return None
 
     def _folder(self, folder: str, language: str) -> list[Outline]:
