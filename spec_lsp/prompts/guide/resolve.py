@@ -109,6 +109,7 @@ class Resolver:
         self.types: dict[Ref, Resolved] = {}
         self._busy: set[Ref] = set()
         self._beside: dict[tuple[str, str], list[Outline]] = {}
+        self._java_roots: dict[tuple[str, str], list[str]] = {}
 
     def outline(self, path: str) -> Outline | None:
         return self.own if path == self.own.path else self.outlines.at(path)
@@ -172,7 +173,11 @@ class Resolver:
 
     def java_class(self, qualified: str, where: Outline, depth: int) -> Ref | None:
         """`a.b.C` under the source roots of `where` (its package's folders)."""
-        for path, name in paths.java_files(paths.java_roots(where.path, where.package), qualified):
+        key = (os.path.dirname(where.path), where.package)
+        roots = self._java_roots.get(key)
+        if roots is None:  # (read once per analysis: every import asks)
+            roots = self._java_roots[key] = paths.java_roots(where.path, where.package)
+        for path, name in paths.java_files(roots, qualified):
             there = self.outline(path)
             if there is not None and name in there.types:
                 return (there.path, name)
