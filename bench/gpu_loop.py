@@ -11,7 +11,9 @@ What it prints:
 - our loop under the adaptive policy with drafts of a set acceptance: an oracle proposes the
   target's own greedy continuation and spoils each token with probability 1 - alpha (so the
   figure does not depend on what the weights write); the ratio timed, and the ratio modelled on
-  the measured curve from the rounds the policy chose (c(1) x tokens / sum of c(k+1));
+  the measured curve from the rounds the policy chose (c(1) x tokens / sum of c(k+1)); each
+  run's policy keeps its curve, estimate and ledger from pair to pair, as a server keeps them
+  from one completion to the next (what drafting really yields is learned over the run);
 - the default free drafter (prompt n-grams) on the same prompt, for what it is worth there.
 
 Weights cannot travel to a lent GPU machine (64 MiB a call): random weights of the real shapes
@@ -99,18 +101,27 @@ class Timed:
     ks: list[int] = field(default_factory=list)
 
 
+@dataclass
+class Learned:
+    """What a server running one drafter all day keeps from one completion to the next: its
+    calibrated curve, the acceptance estimate and the ledger of what drafting really yielded."""
+
+    profile: CostProfile
+    estimate: AcceptanceEstimate = field(
+        default_factory=lambda: AcceptanceEstimate(prior_acceptance(0.0))
+    )
+    ledger: RealizedYield = field(default_factory=RealizedYield)
+
+
 def run_ours(
-    target, drafter: Drafter | None, profile: CostProfile, prompt: list[int], n: int
+    target, drafter: Drafter | None, learned: Learned, prompt: list[int], n: int
 ) -> tuple[list[int], DecodeStats]:
     policy: DraftPolicy
     if drafter is None:
         policy = FixedPolicy(0)
     else:
         policy = AdaptivePolicy(
-            CostProfile.from_json(profile.to_json()),
-            estimate=AcceptanceEstimate(prior_acceptance(0.0)),
-            draft_max=16,
-            ledger=RealizedYield(),
+            learned.profile, estimate=learned.estimate, draft_max=16, ledger=learned.ledger
         )
     stats = DecodeStats()
     out = generate(
@@ -174,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         runs[name] = Timed(name)
         drafters[name] = Oracle(prompt, reference, alpha)
     runs["ngram"], drafters["ngram"] = Timed("ngram"), NgramDrafter()
+    # each run's policy learns across its pairs, as a server's does across completions
+    learned = {name: Learned(CostProfile.from_json(profile.to_json())) for name in runs}
 
     for pair in range(args.pairs):
         for name, timed in runs.items():
@@ -184,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                     got, seconds = timed_completion(plain, prompt, max_tokens=n, temperature=0.0)
                     rates[side] = (got - 1) / seconds if seconds else float("nan")
                 else:
-                    out, stats = run_ours(target, drafters[name], profile, prompt, n)
+                    out, stats = run_ours(target, drafters[name], learned[name], prompt, n)
                     # as plain's: the passes after the first token (that one comes with the prompt)
                     rates[side] = (stats.tokens - 1) / stats.decode_seconds
                     timed.same_text &= out == reference[: len(out)]

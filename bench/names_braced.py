@@ -3,7 +3,7 @@
 bench/names.py's measure for the brace languages (the analysis: tree-sitter's, through
 spec_lsp/prompts/guide/structural.py). Cases by rule, from code no one here wrote, fetched
 with the registries' own clients into `--sources` (npm: `npm pack`; Debian: `apt-get download`,
-then `dpkg -x`; BeanShell's Java sources are a tarball inside its package): in each file below,
+then `dpkg -x`; BeanShell's Java sources are a tarball inside its package, OpenJFX's a zip): in each file below,
 every `receiver.` (`receiver::` in Rust) that the monitor's trigger reads as a dereference (a
 chain of names, outside strings and comments) past the file's first 30 lines, spread evenly,
 kept where the analysis resolves the receiver, until `--per-file` are kept. The editor holds
@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tarfile
+import zipfile
 from pathlib import Path
 
 from bench.common import ROOT, log
@@ -36,12 +37,16 @@ DEBIAN = (
     "librust-indexmap-dev",
     "librust-semver-dev",
     "bsh-src",
+    "openjfx-source",
 )
 GO = "deb/usr/share/gocode/src/github.com"
 CARGO = "deb/usr/share/cargo/registry"
+JFX = "openjfx"  # (Debian's openjfx-source: OpenJFX 11's src.zip, a folder per module)
 # Two sets of files, no file in both: `choose` (where whether a bias pays on incomplete member
 # sets was chosen) and `judge` (where that choice is measured). In each package, files that
-# define its main types.
+# define its main types; OpenJFX's: a central class of the internals of each module area,
+# listed in a fixed order and dealt to the sets in turn (judge first), where the judge set
+# had 4 Java cases from BeanShell alone.
 CHOOSE = (
     "npm/tanstack-query-core/package/src/query.ts",
     "npm/tanstack-query-core/package/src/queryObserver.ts",
@@ -62,6 +67,13 @@ CHOOSE = (
     "bsh/src/bsh/Interpreter.java",
     "bsh/src/bsh/Name.java",
     "bsh/src/bsh/BshMethod.java",
+    f"{JFX}/javafx.graphics/com/sun/javafx/css/StyleManager.java",
+    f"{JFX}/javafx.graphics/com/sun/prism/impl/BaseContext.java",
+    f"{JFX}/javafx.controls/com/sun/javafx/scene/control/behavior/BehaviorBase.java",
+    f"{JFX}/javafx.graphics/com/sun/javafx/sg/prism/NGNode.java",
+    f"{JFX}/javafx.fxml/javafx/fxml/FXMLLoader.java",
+    f"{JFX}/javafx.controls/javafx/scene/control/skin/VirtualFlow.java",
+    f"{JFX}/javafx.swing/javafx/embed/swing/SwingNode.java",
 )
 JUDGE = (
     "npm/tanstack-query-core/package/src/queryCache.ts",
@@ -83,6 +95,14 @@ JUDGE = (
     "bsh/src/bsh/Reflect.java",
     "bsh/src/bsh/BshClassManager.java",
     "bsh/src/bsh/This.java",
+    f"{JFX}/javafx.graphics/com/sun/javafx/scene/traversal/TraversalEngine.java",
+    f"{JFX}/javafx.graphics/com/sun/javafx/tk/quantum/QuantumToolkit.java",
+    f"{JFX}/javafx.graphics/com/sun/glass/ui/Window.java",
+    f"{JFX}/javafx.base/com/sun/javafx/binding/ExpressionHelper.java",
+    f"{JFX}/javafx.web/com/sun/webkit/WebPage.java",
+    f"{JFX}/javafx.media/com/sun/media/jfxmediaimpl/NativeMediaPlayer.java",
+    f"{JFX}/javafx.graphics/com/sun/marlin/Renderer.java",
+    f"{JFX}/javafx.graphics/com/sun/javafx/text/PrismTextLayout.java",
 )
 SETS = {"choose": CHOOSE, "judge": JUDGE}
 
@@ -101,14 +121,19 @@ def fetch(root: Path) -> None:
         folder.mkdir()
         with tarfile.open(npm / packed) as tar:
             tar.extractall(folder, filter="data")
-    if not deb.exists():
-        deb.mkdir(parents=True)
-        subprocess.run(["apt-get", "download", *DEBIAN], cwd=deb, check=True, capture_output=True)
-        for package in sorted(deb.glob("*.deb")):
-            subprocess.run(["dpkg", "-x", str(package), str(deb)], check=True)
+    deb.mkdir(parents=True, exist_ok=True)
+    wanted = [p for p in DEBIAN if not any(deb.glob(f"{p}_*.deb"))]
+    if wanted:  # (a package added to the list later is fetched then)
+        subprocess.run(["apt-get", "download", *wanted], cwd=deb, check=True, capture_output=True)
+        for package in wanted:
+            for found in sorted(deb.glob(f"{package}_*.deb")):
+                subprocess.run(["dpkg", "-x", str(found), str(deb)], check=True)
     if not (root / "bsh").exists():
         with tarfile.open(deb / "usr/src/bsh-src/bsh.tar.gz") as tar:
             tar.extractall(root / "bsh", filter="data")
+    if not (root / "openjfx").exists():  # (its sources are a zip: a folder per module)
+        with zipfile.ZipFile(deb / "usr/share/openjfx/lib/src.zip") as zipped:
+            zipped.extractall(root / "openjfx")
 
 
 def candidates(path: Path) -> list[Case]:

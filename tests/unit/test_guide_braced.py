@@ -298,6 +298,8 @@ def test_java_receivers_with_the_base_beside_and_objects_methods(tmp_path):
     assert "size" in at(table, text, "HERE", "other")[0]
     assert "size" in at(table, text, "HERE", "spare")[0]  # (a field, by its bare name)
     assert {"LIMIT", "open", "class"} <= at(table, text, "HERE", "Store")[0]
+    assert {"this", "super"} <= at(table, text, "HERE", "Store")[0]  # (`Store.this.x`)
+    assert not {"class", "this", "super"} & names
 
 
 # -- the monitor on a brace language ------------------------------------------------------------

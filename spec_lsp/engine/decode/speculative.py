@@ -132,6 +132,7 @@ def generate(
     last = job.continuation[-(job.max_tokens + LAST_TAIL) :] if not known else ()
     drafter = beside(drafter, LastSuggestionLookup(last), SuffixLookup(job.suffix))
     shadows: Shadows = []
+    context = _Context(job.prompt, job.max_tokens + policy.draft_max + 2)
     last_start, model_seconds = 0.0, 0.0
     checked = 0  # tokens of `out` already looked at for a stop token
     while not _finished(out, job, stats, checked):
@@ -153,7 +154,8 @@ def generate(
         from_continuation = bool(draft.tokens)  # (a certain draft, free: not the drafter's)
         if not from_continuation and drafter is not None:
             t = time.perf_counter()
-            draft = draft_round(drafter, policy, job, out, rng, room, shadows, cancel)
+            array = context.up_to(out)
+            draft = draft_round(drafter, policy, job, out, rng, room, shadows, cancel, array)
             drafting = time.perf_counter() - t
             model_seconds += drafting
             stats.draft_seconds += drafting
@@ -207,17 +209,21 @@ def draft_round(
     room: int,
     shadows: Shadows,
     cancel: CancelToken,
+    array: np.ndarray | None = None,
 ) -> Draft:
     """This round's draft. A free lookup proposes first (as far as the policy would ever draft)
     and the policy sizes it from the proposal's match strength; a proposal not verified is kept
-    as a shadow and scored later. A costly drafter drafts only the k the policy chose."""
+    as a shadow and scored later. A costly drafter drafts only the k the policy chose.
+    `array`: the same context as int64, which free lookups read."""
     context = list(job.prompt) + out
     if drafter.free or drafter.sizes_itself:
         limit = min(policy.draft_max, room)
         if limit <= 0:
             return Draft([])
         proposal = drafter.draft(
-            DraftRequest(context, limit, job.sampling, rng, check=cancel.raise_if_cancelled)
+            DraftRequest(
+                context, limit, job.sampling, rng, check=cancel.raise_if_cancelled, array=array
+            )
         )
         if drafter.sizes_itself:
             return proposal
@@ -251,6 +257,26 @@ def draft_round(
             shadows.append((len(out), draft.tokens, draft.strength))
         return Draft([])
     return replace(draft, short=True) if len(draft.tokens) < k else draft
+
+
+class _Context:
+    """The prompt and the tokens committed so far as one int64 array, appended to in place:
+    free lookups read it every round without converting the context."""
+
+    def __init__(self, prompt: Sequence[int], room: int) -> None:
+        self.start = len(prompt)
+        self.buffer = np.empty(self.start + room, dtype=np.int64)
+        self.buffer[: self.start] = prompt
+        self.filled = self.start
+
+    def up_to(self, out: list[int]) -> np.ndarray:
+        """A view of the prompt + `out` (the tokens of `out` not written yet are appended)."""
+        end = self.start + len(out)
+        if end > len(self.buffer):
+            self.buffer = np.concatenate([self.buffer, np.empty(end, dtype=np.int64)])
+        self.buffer[self.filled : end] = out[self.filled - self.start :]
+        self.filled = end
+        return self.buffer[:end]
 
 
 def _continuation_after(job: DecodeJob) -> list[int]:

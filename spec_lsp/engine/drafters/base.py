@@ -37,6 +37,15 @@ class DraftRequest:
     # raises Cancelled when the request was cancelled: a draft model catching up on a new
     # context (hundreds of tokens after a jump) checks it between chunks
     check: Callable[[], None] | None = None
+    # the same context as int64, where the decode loop keeps one (it appends each round's tokens
+    # to a buffer): a free lookup reads it rather than converting the context every round
+    array: np.ndarray | None = None
+
+    def tokens(self, last: int = 0) -> np.ndarray:
+        """The context as an int64 array (`last`: only its last tokens; 0: all of it)."""
+        if self.array is not None:
+            return self.array[-last:] if last else self.array
+        return np.asarray(self.context[-last:] if last else self.context, dtype=np.int64)
 
 
 class Drafter(Protocol):

@@ -23,7 +23,7 @@ class NgramDrafter(Drafter):
         self.max_candidates = max_candidates  # latest occurrences compared by context length
 
     def draft(self, request: DraftRequest) -> Draft:
-        context = np.asarray(request.context, dtype=np.int64)
+        context = request.tokens()
         ends, lengths = _suffix_matches(context, self.max_ngram + REACH)
         n = min(self.max_ngram, int(lengths.max()) if lengths.size else 0)
         if n < max(self.min_ngram, 1):
@@ -53,10 +53,13 @@ class TokensLookup(Drafter):
     def __init__(self, tokens: Sequence[int], *, min_ngram: int = 2) -> None:
         self.tokens = np.asarray(tokens, dtype=np.int64)
         self.min_ngram = min_ngram
+        # the tokens an occurrence can end on (one with a next token): most rounds' last token
+        # is not among them, and the lookup ends there
+        self._ends = frozenset(self.tokens[:-1].tolist())
 
     def draft(self, request: DraftRequest) -> Draft:
-        tail = np.asarray(request.context[-TAIL:], dtype=np.int64)
-        if not len(self.tokens) or not len(tail):
+        tail = request.tokens(TAIL)
+        if not len(tail) or int(tail[-1]) not in self._ends:
             return Draft([])
         joined = np.concatenate([self.tokens, tail])
         ends, lengths = _suffix_matches(joined, REACH)
@@ -73,8 +76,10 @@ class TokensLookup(Drafter):
 def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarray]:
     """Every earlier position whose token is the context's last one, and how many tokens the
     context up to there shares with the context's tail (at most `cap`). One pass per matched
-    length over the surviving candidates. It runs every round: 0.07 ms a round on the sources
-    bench, where a window scan per n-gram size and a loop over the occurrences took 0.2 ms."""
+    length over the surviving candidates, and once one is left, one comparison of the rest. It
+    runs every round: a window scan per n-gram size and a loop over the occurrences took 0.2 ms
+    a round on the sources bench, a pass per length up to `cap` for the one long match of
+    repeated code 0.1-0.3 ms."""
     last = len(context) - 1
     if last < 1:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -82,10 +87,17 @@ def _suffix_matches(context: np.ndarray, cap: int) -> tuple[np.ndarray, np.ndarr
     lengths = np.ones(len(ends), dtype=np.int64)
     live = np.arange(len(ends))
     length = 1
-    while live.size and length < cap:
+    while live.size > 1 and length < cap:
         before = ends[live] - length
         inside = before >= 0
         live = live[inside][context[before[inside]] == context[last - length]]
         length += 1
         lengths[live] = length
+    if live.size == 1 and length < cap:  # the one left: compare the rest of its reach at once
+        end = int(ends[live[0]])
+        n = min(cap - length, end - length + 1)  # positions left to compare (not before 0)
+        mine = context[end - length - n + 1 : end - length + 1][::-1]
+        tail = context[last - length - n + 1 : last - length + 1][::-1]
+        differ = np.flatnonzero(mine != tail)
+        lengths[live[0]] = length + (int(differ[0]) if differ.size else n)
     return ends, lengths

@@ -195,19 +195,24 @@ class AdaptivePolicy:
     ) -> list[float]:
         """Expected tokens per second for k = 0..draft_max, in one pass (`free`: drafts that
         cost nothing to propose, as the last generation's continuation)."""
-        alphas = (
-            [alpha] * self.draft_max
-            if alpha is not None
-            else self.estimate.alphas(self.draft_max, strength)
-        )
-        p = self.profile
-        result, tokens, survive = [], 1.0, 1.0
-        for k in range(self.draft_max + 1):
-            if k:
-                survive *= alphas[k - 1]
-                tokens += survive
-            draft = 0.0 if free else p.draft(k)
-            result.append(tokens / (p.round_overhead + draft + p.verify(k + 1)))
+        return self._rates(self._alphas(alpha, strength), self._costs(free))
+
+    def _alphas(self, alpha: float | None, strength: int | None) -> list[float]:
+        if alpha is not None:
+            return [alpha] * self.draft_max
+        return self.estimate.alphas(self.draft_max, strength)
+
+    def _costs(self, free: bool) -> list[float]:
+        """Seconds of a round drafting k = 0..draft_max tokens, the loop's own cost left out."""
+        return self.profile.round_costs(self.draft_max, free=free)
+
+    def _rates(self, alphas: list[float], costs: list[float]) -> list[float]:
+        overhead = self.profile.round_overhead
+        result, tokens, survive = [1.0 / (overhead + costs[0])], 1.0, 1.0
+        for k in range(1, self.draft_max + 1):
+            survive *= alphas[k - 1]
+            tokens += survive
+            result.append(tokens / (overhead + costs[k]))
         return result
 
     def best_k(
@@ -219,14 +224,18 @@ class AdaptivePolicy:
         risk: float = float("inf"),
     ) -> int:
         """The fastest k; speculation must beat no speculation by MARGIN (model error, noise);
-        `risk`: the most a round may lose if its whole draft fails (plain rounds)."""
-        rates = self.rates(alpha, strength, free=free)
-        if alpha is None and self.estimate.alphas(1, strength)[0] < SURE:
+        `risk`: the most a round may lose if its whole draft fails (plain rounds). It runs each
+        round a lookup proposes: the costs are read once, for the rates and the losses."""
+        alphas = self._alphas(alpha, strength)
+        costs = self._costs(free)
+        rates = self._rates(alphas, costs)
+        if alpha is None and alphas and alphas[0] < SURE:
             risk *= UNSURE_SHARE  # the first token is a coin toss: keep a chance for later
+        one = self.profile.verify(1)
         candidates = [
             k
             for k in range(max(1, self.draft_min), self.draft_max + 1)
-            if self.loss(k, free=free) <= risk
+            if costs[k] / one - 1.0 <= risk  # (`loss(k)`)
         ]
         best = max(candidates, key=lambda k: (rates[k], -k), default=0)
         return best if best and rates[best] > MARGIN * rates[0] else 0

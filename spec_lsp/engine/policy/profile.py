@@ -57,6 +57,27 @@ class CostProfile:
             ]
         return table[n]
 
+    def round_costs(self, k_max: int, *, free: bool) -> list[float]:
+        """Seconds of a round that drafts k = 0..k_max tokens and verifies k + 1, the loop's own
+        cost left out (`free`: nothing to draft). The policy asks each round a lookup proposes:
+        kept until the curve is interpolated again or the draft cost moves (not to be changed)."""
+        self.verify(k_max + 1)  # (the table, interpolated when due)
+        table = self.__dict__["_table"]
+        key = (
+            k_max,
+            free,
+            self.draft_scale,
+            self.draft_seconds_fixed,
+            self.draft_seconds_per_token,
+        )
+        kept = self.__dict__.setdefault("_costs", {})
+        found = kept.get(key)
+        if found is not None and found[0] is table:
+            return found[1]
+        costs = [(0.0 if free else self.draft(k)) + table[k + 1] for k in range(k_max + 1)]
+        kept[key] = (table, costs)
+        return costs
+
     def _interpolate(self, n: int) -> float:
         points = sorted(self.verify_seconds.items())
         if n <= points[0][0]:

@@ -21,6 +21,7 @@ from spec_lsp.prompts.guide.declared_names import (
     BINDING_PLACES,
     binding_place,
     go_import,
+    java_import,
     js_export,
     js_import,
     loop_names,
@@ -84,6 +85,12 @@ class _Reader:
     def bind(self, scope: Header, name: str, kind: str) -> None:
         held = self.out.bindings.setdefault(scope, {})
         held[name] = kind if held.get(name, kind) == kind else ""
+
+    def result(self, function: str, kind: str) -> None:
+        """What `function` returns; "" where overloads (Java, TypeScript) or impls (Rust) of
+        the name say different types."""
+        held = self.out.returns.get(function)
+        self.out.returns[function] = kind if held in (None, kind) else ""
 
     # -- the walk --------------------------------------------------------------------------------
     def walk(self, node: Any, scope: Header, self_type: str) -> None:
@@ -152,8 +159,8 @@ class _Reader:
             else:
                 self.out.assoc.setdefault(target, set()).add(node_text(name))
             result = type_name(item.child_by_field_name("return_type"))
-            if item.type == "function_item" and result in ("Self", target):
-                self.out.returns[f"{target}::{node_text(name)}"] = target
+            if item.type == "function_item" and result:
+                self.result(f"{target}::{node_text(name)}", target if result == "Self" else result)
 
     def function(self, node: Any, scope: Header, inner: Header, self_type: str) -> None:
         name = node_text(node.child_by_field_name("name"))
@@ -166,9 +173,17 @@ class _Reader:
                     self.out.methods.setdefault(target, set()).add(name)
                     self.params(receiver, inner, self_type)
             elif result and node.type == "function_declaration":
-                self.out.returns[name] = result
+                self.result(name, result)
         if not scope and node.type == "function_declaration" and name[:1].isupper():
             self.out.exports.add(name)
+        if self.lang in ("ts", "java"):  # what a factory returns: `Foo.of(..)`, `make(..)`
+            result = type_name(
+                node.child_by_field_name("return_type") or node.child_by_field_name("type")
+            )
+            if result and node.type == "function_declaration" and not scope:
+                self.result(name, result)
+            elif result and self_type and is_static(node) and node.type != "function_declaration":
+                self.result(f"{self_type}.{name}", result)
         self.params(node.child_by_field_name("parameters"), inner, self_type)
 
     def params(self, node: Any | None, scope: Header, self_type: str) -> None:
@@ -197,9 +212,20 @@ class _Reader:
         elif kind == "package_clause" or kind == "package_declaration":
             self.out.package = node_text(node.named_children[0]) if node.named_children else ""
         elif kind == "import_declaration" and self.lang == "java":
-            path = node_text(node.named_children[0]) if node.named_children else ""
-            if not path.endswith("*"):
-                self.out.imported[path.rsplit(".", 1)[-1]] = (path, path.rsplit(".", 1)[-1])
+            java_import(self.out, node)
+        elif kind in ("type_alias_declaration", "type_alias", "type_item") and not scope:
+            name, target = (
+                node.child_by_field_name("name"),
+                type_name(node.child_by_field_name("value") or node.child_by_field_name("type")),
+            )
+            if name is not None and target:
+                self.out.aliases[node_text(name)] = target
+                if self.lang == "rust":  # (`Alias::new()`: a Rust alias names the type's items)
+                    self.bind(scope, node_text(name), "type:" + node_text(name))
+                if self.lang == "go" and node_text(name)[:1].isupper():
+                    self.out.exports.add(node_text(name))
+            if self.lang == "rust":
+                rust_export(self.out, node)
         elif kind in ("use_declaration", "mod_item"):
             rust_module(self.out, node, public=scope == ())
         elif self.lang == "go" and not scope and kind in ("var_spec", "const_spec"):

@@ -113,6 +113,16 @@ def go_import(out: Outline, node: Any) -> None:
         out.namespaces[name] = spec
 
 
+def java_import(out: Outline, node: Any) -> None:
+    if any(c.type == "static" for c in node.children) or not node.named_children:
+        return  # (a static member's import: not a type)
+    path = node_text(node.named_children[0])
+    if any(c.type == "asterisk" for c in node.children):
+        out.star_imports.append(path)
+    else:
+        out.imported[path.rsplit(".", 1)[-1]] = (path, path.rsplit(".", 1)[-1])
+
+
 def rust_module(out: Outline, node: Any, *, public: bool) -> None:
     if node.type == "mod_item":
         name = node_text(node.child_by_field_name("name"))
@@ -124,15 +134,36 @@ def rust_module(out: Outline, node: Any, *, public: bool) -> None:
     argument = node.child_by_field_name("argument")
     if argument is None:
         return
-    path = node_text(argument)
     is_pub = public and any(c.type == "visibility_modifier" for c in node.children)
-    if argument.type == "scoped_identifier":
-        name = path.rsplit("::", 1)[-1]
-        out.imported[name] = (path, name)
+    for name, path in rust_uses(argument, ""):
+        out.imported[name] = (path, path.rsplit("::", 1)[-1])
         if is_pub:
             out.exports.add(name)
-    elif is_pub:
-        out.open_exports = True  # (a glob, a list: more than read here)
+    if is_pub and "*" in node_text(argument):
+        out.open_exports = True  # (a glob: more than read here)
+
+
+def rust_uses(node: Any, prefix: str, depth: int = 0) -> Iterator[tuple[str, str]]:
+    """(the name in scope, its whole path) for each name a `use` brings in: `a::B`,
+    `a::B as C`, `a::{B, c::D as E, self}` (a glob brings what is not read here)."""
+    joined = prefix + "::" if prefix else ""
+    if node.type == "scoped_identifier" or (node.type == "identifier" and depth > 0):
+        path = joined + node_text(node)
+        yield path.rsplit("::", 1)[-1], path
+    elif node.type == "self" and prefix:
+        yield prefix.rsplit("::", 1)[-1], prefix
+    elif node.type == "use_as_clause":
+        path, alias = node.child_by_field_name("path"), node.child_by_field_name("alias")
+        if path is not None and alias is not None:
+            yield node_text(alias), (prefix if path.type == "self" else joined + node_text(path))
+    elif node.type == "scoped_use_list" and depth < 4:
+        path, items = node.child_by_field_name("path"), node.child_by_field_name("list")
+        inner = joined + node_text(path) if path is not None else prefix
+        for item in items.named_children if items is not None else ():
+            yield from rust_uses(item, inner, depth + 1)
+    elif node.type == "use_list" and depth < 4:
+        for item in node.named_children:
+            yield from rust_uses(item, prefix, depth + 1)
 
 
 def rust_export(out: Outline, node: Any) -> None:
@@ -206,8 +237,27 @@ def typed(annotation: Any | None, holder: Any | None, value_field: str) -> str:
     if value.type in ("composite_literal", "struct_expression"):
         made = value.child_by_field_name("type") or value.child_by_field_name("name")
         return "value:" + type_name(made) if made is not None and type_name(made) else ""
-    if value.type == "call_expression":
-        function = value.child_by_field_name("function")
-        if function is not None and function.type in ("identifier", "scoped_identifier"):
-            return "()" + node_text(function)
+    if value.type in ("call_expression", "method_invocation"):
+        return called(value)
+    return ""
+
+
+def called(call: Any) -> str:
+    """ "()f" for a call of a function named `f`, `T.f`, `pkg.F` or `a::T::f` (its declared
+    result is the variable's type: returns.py), "" for any other call."""
+    function = call.child_by_field_name("function")
+    if call.type == "method_invocation":  # Java: `T.f(..)`
+        owner, name = call.child_by_field_name("object"), call.child_by_field_name("name")
+        if owner is None or owner.type != "identifier" or name is None:
+            return ""
+        return f"(){node_text(owner)}.{node_text(name)}"
+    if function is None:
+        return ""
+    if function.type in ("identifier", "scoped_identifier"):
+        return "()" + node_text(function)
+    if function.type in ("member_expression", "selector_expression"):  # TS T.f(..), Go pkg.F(..)
+        owner = function.child_by_field_name("object") or function.child_by_field_name("operand")
+        name = function.child_by_field_name("property") or function.child_by_field_name("field")
+        if owner is not None and owner.type == "identifier" and name is not None:
+            return f"(){node_text(owner)}.{node_text(name)}"
     return ""

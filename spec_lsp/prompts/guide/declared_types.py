@@ -102,6 +102,8 @@ def go_type(decl: TypeDecl, node: Any) -> None:
                     decl.members.add(name)
                     if kind:
                         decl.fields[name] = kind
+    elif body.type in ("type_identifier", "qualified_type", "generic_type"):
+        decl.underlying = type_name(body) or "?"  # a defined type: `type A B`
     elif body.type == "interface_type":
         for item in body.named_children:
             if item.type == "method_elem":

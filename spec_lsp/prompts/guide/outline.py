@@ -35,6 +35,7 @@ class TypeDecl:
     fields: dict[str, str] = field(default_factory=dict)  # field -> its declared type
     bases: list[str] = field(default_factory=list)  # types it takes members from
     open: bool = False  # members the source does not declare may exist
+    underlying: str = ""  # Go `type A B`: B (A has B's fields, not its methods)
 
 
 @dataclass
@@ -51,6 +52,8 @@ class Outline:
     open_exports: bool = False  # `export *`, `pub use x::*`: more than the list
     namespaces: dict[str, str] = field(default_factory=dict)  # alias -> module / package
     imported: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (module, name)
+    star_imports: list[str] = field(default_factory=list)  # Java `import a.b.*;`: "a.b"
+    aliases: dict[str, str] = field(default_factory=dict)  # `type A = B`: A -> B
     # scope (header lines) -> variable -> its type ("" unknown; "()f" the result of f)
     bindings: dict[Header, dict[str, str]] = field(default_factory=dict)
     selves: dict[Header, str] = field(default_factory=dict)  # scope -> the type `this` is ("")
@@ -78,7 +81,7 @@ def type_name(node: Any | None) -> str:
         kind = node.type
         if kind in ("type_identifier", "identifier"):
             return node_text(node)
-        if kind == "qualified_type":  # Go pkg.T
+        if kind in ("qualified_type", "scoped_type_identifier"):  # Go pkg.T, Rust a::T, Java a.T
             return node_text(node)
         if kind in ("type_annotation", "pointer_type", "reference_type", "parenthesized_type"):
             inner = node.child_by_field_name("type")

@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec_lsp.prompts.guide import declared
+from spec_lsp.prompts.guide import declared, paths
 from spec_lsp.prompts.guide.analysis import Members
 from spec_lsp.prompts.guide.outline import Outline, TypeDecl
 
@@ -24,6 +24,7 @@ OBJECT_JS = frozenset(
 )
 FUNCTION_JS = frozenset("name length prototype apply call bind toString".split())
 OBJECT_JAVA = frozenset("equals hashCode toString getClass notify notifyAll wait".split())
+JAVA_TYPE_ONLY = frozenset({"class", "this", "super"})  # `T.class`, `T.this.x`, `T.super.f()`
 ENUM_JAVA = frozenset("name ordinal compareTo getDeclaringClass describeConstable".split())
 EXTENSIONS = {
     "ts": (".ts", ".tsx", ".mts", ".cts"),
@@ -32,6 +33,10 @@ EXTENSIONS = {
     "rust": (".rs",),
     "java": (".java",),
 }
+GO_PREDECLARED = frozenset(
+    "bool string int int8 int16 int32 int64 uint uint8 uint16 uint32 uint64 uintptr byte rune "
+    "float32 float64 complex64 complex128 any".split()
+)  # (no members of their own: a type defined on one has its methods only)
 _MODULE = re.compile(r"^module\s+(\S+)", re.M)
 MAX_DIR_FILES = 200  # files of one folder read for a Go package or beside a file
 
@@ -104,6 +109,7 @@ class Resolver:
         self.types: dict[Ref, Resolved] = {}
         self._busy: set[Ref] = set()
         self._beside: dict[tuple[str, str], list[Outline]] = {}
+        self._java_roots: dict[tuple[str, str], list[str]] = {}
 
     def outline(self, path: str) -> Outline | None:
         return self.own if path == self.own.path else self.outlines.at(path)
@@ -118,29 +124,87 @@ class Resolver:
         return found or [outline]
 
     # -- names to types ---------------------------------------------------------------------
-    def find(self, name: str, where: Outline) -> Ref | None:
+    def find(self, name: str, where: Outline, depth: int = 0) -> Ref | None:
+        if depth > 6:  # (aliases of aliases, re-exports: a cycle ends here)
+            return None
         if "." in name and where.language == "go":
             package, _, inner = name.partition(".")
             spec = where.namespaces.get(package)
             folder = self.go_package(where.path, spec) if spec else None
             return self._in_files(inner, self._folder(folder, "go")) if folder else None
+        if "::" in name and where.language == "rust":
+            return self.rust_path(name.split("::"), where, depth)
+        if "." in name and where.language == "java":
+            outer, _, inner = name.rpartition(".")
+            found = self.java_class(name, where, depth)
+            if found is None:  # (a nested class: `Outer.Inner`, Outer found as a name is)
+                there = self.find(outer, where, depth + 1)
+                held = self.outline(there[0]) if there is not None else None
+                if held is not None and inner in held.types:
+                    found = (held.path, inner)
+            return found
+        found = self.declared(name, where, depth)
+        if found is not None or name in where.imported:
+            return found
+        if where.language in ("go", "java", "rust"):
+            found = self._in_files(name, self.beside(where), depth)
+        for package in where.star_imports if found is None else ():
+            found = self.java_class(f"{package}.{name}", where, depth)
+            if found is not None:
+                break
+        return found
+
+    def declared(self, name: str, where: Outline, depth: int) -> Ref | None:
+        """A type `where` declares, names by an alias or imports (no search beside it)."""
         if name in where.types:
             return (where.path, name)
+        if name in where.aliases:
+            return self.find(where.aliases[name], where, depth + 1)
         imported = where.imported.get(name)
-        if imported is not None:
-            module = self.module_file(where, imported[0])
-            there = self.outline(module) if module else None
-            if there is not None and imported[1] in there.types:
-                return (there.path, imported[1])
+        if imported is None:
             return None
-        if where.language in ("go", "java", "rust"):
-            return self._in_files(name, self.beside(where))
+        if where.language == "java":
+            return self.java_class(imported[0], where, depth)
+        if where.language == "rust":
+            return self.rust_path(imported[0].split("::"), where, depth + 1)
+        module = self.module_file(where, imported[0])
+        there = self.outline(module) if module else None
+        return self.declared(imported[1], there, depth + 1) if there is not None else None
+
+    def java_class(self, qualified: str, where: Outline, depth: int) -> Ref | None:
+        """`a.b.C` under the source roots of `where` (its package's folders)."""
+        key = (os.path.dirname(where.path), where.package)
+        roots = self._java_roots.get(key)
+        if roots is None:  # (read once per analysis: every import asks)
+            roots = self._java_roots[key] = paths.java_roots(where.path, where.package)
+        for path, name in paths.java_files(roots, qualified):
+            there = self.outline(path)
+            if there is not None and name in there.types:
+                return (there.path, name)
         return None
 
-    def _in_files(self, name: str, outlines: list[Outline]) -> Ref | None:
+    def rust_path(self, parts: list[str], where: Outline, depth: int) -> Ref | None:
+        """`crate::a::T`, `super::T`, `a::T` (a `mod` child, or a module a `use` names)."""
+        head = parts[0]
+        if len(parts) < 2 or depth > 6:
+            return None
+        if head not in ("crate", "super", "self") and head in where.imported:
+            spec = where.imported[head][0].split("::")
+            if spec[0] not in ("crate", "super", "self"):
+                return None  # (another crate)
+            return self.rust_path(spec + parts[1:], where, depth + 1)
+        if head not in ("crate", "super", "self") and where.namespaces.get(head) != "mod " + head:
+            return None
+        module = paths.rust_module(where.path, parts[:-1])
+        there = self.outline(module) if module else None
+        return self.declared(parts[-1], there, depth + 1) if there is not None else None
+
+    def _in_files(self, name: str, outlines: list[Outline], depth: int = 0) -> Ref | None:
         for outline in outlines:
             if name in outline.types:
                 return (outline.path, name)
+            if name in outline.aliases:
+                return self.find(outline.aliases[name], outline, depth + 1)
         return None
 
     def _folder(self, folder: str, language: str) -> list[Outline]:
@@ -166,10 +230,8 @@ class Resolver:
         return inner if inner and os.path.isdir(inner) else None
 
     def module_file(self, where: Outline, spec: str) -> str | None:
-        """A relative JS/TS import's file; a Rust `crate::a::T`'s (or `super::`, `self::`)."""
+        """A relative JS/TS import's file."""
         folder = os.path.dirname(where.path)
-        if where.language == "rust":
-            return self.rust_module(where.path, spec.split("::")[:-1])
         if where.language not in ("js", "ts") or not spec.startswith("."):
             return None
         base = os.path.normpath(os.path.join(folder, spec))
@@ -180,33 +242,6 @@ class Resolver:
         for index in ("index.ts", "index.tsx", "index.js"):
             if os.path.isfile(os.path.join(base, index)):
                 return os.path.join(base, index)
-        return None
-
-    def rust_module(self, path: str, parts: list[str]) -> str | None:
-        folder = os.path.dirname(path)
-        stem = Path(path).stem
-        here = folder if stem in ("mod", "lib", "main") else os.path.join(folder, stem)
-        if parts and parts[0] == "crate":
-            root = folder
-            for _ in range(12):
-                if os.path.isfile(os.path.join(os.path.dirname(root), "Cargo.toml")):
-                    break
-                root = os.path.dirname(root)
-            here, parts = root, parts[1:]
-        elif parts and parts[0] == "super":
-            here, parts = (folder if here != folder else os.path.dirname(folder)), parts[1:]
-        elif parts and parts[0] == "self":
-            parts = parts[1:]
-        if not parts:
-            return None if here != folder else path
-        for part in parts[:-1]:
-            here = os.path.join(here, part)
-        for candidate in (
-            os.path.join(here, parts[-1] + ".rs"),
-            os.path.join(here, parts[-1], "mod.rs"),
-        ):
-            if os.path.isfile(candidate):
-                return candidate
         return None
 
     # -- types to members -------------------------------------------------------------------
@@ -250,6 +285,8 @@ class Resolver:
             complete = complete and base.members.complete
             statics |= base.statics.names if base.statics is not None else set()
             fields.update(base.fields)
+        if decl.underlying:
+            complete = self._underlying(outline, decl, names, fields) and complete
         for name, kind in decl.fields.items():
             found = self.find(kind, outline)
             if found is not None:
@@ -257,10 +294,27 @@ class Resolver:
         names |= _extra_members(lang, decl)
         statics |= _extra_statics(lang, decl)
         if lang == "java":  # (an instance names its class's static members too)
-            names |= statics - {"class"}
+            names |= statics - JAVA_TYPE_ONLY
         members = Members(frozenset(names), complete) if names else None
         static_set = Members(frozenset(statics), complete) if lang != "go" and statics else None
         return Resolved(members, static_set, fields)
+
+    def _underlying(
+        self, outline: Outline, decl: TypeDecl, names: set[str], fields: dict[str, Ref]
+    ) -> bool:
+        """Go's `type A B`: what B's type has (a struct's fields and what it embeds, an
+        interface's methods), not the methods declared on B. Whether that is all."""
+        if decl.underlying in GO_PREDECLARED:
+            return True
+        found = self.find(decl.underlying, outline)
+        base = self.resolve(found) if found else None
+        there = self.outline(found[0]) if found else None
+        if found is None or there is None or base is None or base.members is None:
+            return False
+        declared_on = {m for o in self.beside(there) for m in o.methods.get(found[1], ())}
+        names |= base.members.names - declared_on
+        fields.update(base.fields)
+        return base.members.complete
 
     def namespace(self, where: Outline, spec: str) -> Members | None:
         if where.language == "go":
@@ -269,7 +323,7 @@ class Resolver:
             exported = {n for o in files for n in o.exports}
             return Members(frozenset(exported), True) if exported else None
         if where.language == "rust":
-            module = self.rust_module(where.path, [spec.removeprefix("mod ")])
+            module = paths.rust_module(where.path, [spec.removeprefix("mod ")])
         else:
             module = self.module_file(where, spec)
         there = self.outline(module) if module else None
@@ -291,5 +345,5 @@ def _extra_statics(lang: str, decl: TypeDecl) -> frozenset[str]:
         return FUNCTION_JS
     if lang == "java":
         enum = frozenset({"values", "valueOf"}) if decl.kind == "enum_declaration" else frozenset()
-        return frozenset({"class"}) | enum
+        return JAVA_TYPE_ONLY | enum
     return frozenset()

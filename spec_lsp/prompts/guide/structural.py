@@ -19,6 +19,7 @@ innermost scope that binds it, then each field's declared type.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,11 +29,15 @@ from spec_lsp.prompts.guide import declared, scopes
 from spec_lsp.prompts.guide.analysis import Key, Members, Table
 from spec_lsp.prompts.guide.outline import Outline
 from spec_lsp.prompts.guide.resolve import Outlines, Ref, Resolved, Resolver
+from spec_lsp.prompts.guide.returns import returned
 from spec_lsp.prompts.guide.scopes import Scope
 
 # ("value" | "type", Ref): an instance, a type's name (Rust's: "path", named with `::` only);
 # ("namespace", Members); ("none", None): a name bound to what is not known here
 Entry = tuple[str, Any]
+_RUST_PATH = re.compile(r"\b(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*")
+_INLINE_MODULE = re.compile(r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?mod[ \t]+\w+[ \t]*\{", re.M)
+MAX_PATHS = 400  # distinct Rust paths of a file resolved ahead
 SELF_NAMES = {"js": "this", "ts": "this", "java": "this", "rust": "self", "go": ""}
 
 
@@ -55,6 +60,8 @@ class Structural(Table):
             return None
         path = receiver.endswith("::")
         parts = receiver[:-2].split("::") if path else receiver.split(".")
+        if path and len(parts) > 1:  # (`crate::a::T::`: the file's paths, resolved ahead)
+            parts = ["::".join(parts)]
         entry = None
         for i in range(len(scope), -1, -1):
             entry = self.names.get((scope[:i], parts[0]))
@@ -109,7 +116,7 @@ class StructuralAnalyser:
         table = Structural(version)
         own = declared.outline(path or "", text) if path else None
         if own is not None:
-            _fill(table, own, Resolver(own, self.outlines))
+            _fill(table, own, Resolver(own, self.outlines), text)
         table.done = True
         table.seconds = time.perf_counter() - started
         return table
@@ -118,7 +125,7 @@ class StructuralAnalyser:
         """(Jedi's interface: nothing is held per open document here.)"""
 
 
-def _fill(table: Structural, own: Outline, resolver: Resolver) -> None:
+def _fill(table: Structural, own: Outline, resolver: Resolver, text: str) -> None:
     headers: set[str] = set()
     for scope, bound in own.bindings.items():
         headers.update(scope)
@@ -144,6 +151,8 @@ def _fill(table: Structural, own: Outline, resolver: Resolver) -> None:
             resolved = resolver.resolve(ref)
             for inner in resolved.fields.values() if resolved else ():
                 resolver.resolve(inner)
+    if own.language == "rust":
+        _rust_paths(table, text, own, resolver)
     table.types = resolver.types
     table.headers = frozenset(headers)
 
@@ -153,26 +162,32 @@ def _entry(value: str, own: Outline, resolver: Resolver) -> Entry:
         return ("none", None)
     kind, _, name = value.partition(":")
     if value.startswith("()"):
-        kind, name = "value", _returned(value[2:], own, resolver) or ""
-    ref = resolver.find(name, own) if name else None
+        ref = returned(value[2:], own, resolver)
+        kind = "value"
+    else:
+        ref = resolver.find(name, own) if name else None
     if ref is None or resolver.resolve(ref) is None:
         return ("none", None)
     return ("path" if kind == "type" and own.language == "rust" else kind, ref)
 
 
-def _returned(function: str, own: Outline, resolver: Resolver) -> str | None:
-    """The type a call's function declares it returns (Go `NewT`, Rust `T::new` -> Self)."""
-    if "::" in function:
-        owner = function.split("::")[0]
-        ref = resolver.find(owner, own)
-        if ref is None:
-            return None
-        there = resolver.outline(ref[0])
-        places = [own, *(resolver.beside(there) if there is not None else [])]
-        return owner if any(o.returns.get(function) == owner for o in places) else None
-    if own.language != "go":
-        return None
-    for other in resolver.beside(own):
-        if function in other.returns:
-            return other.returns[function]
-    return None
+def _rust_paths(table: Structural, text: str, own: Outline, resolver: Resolver) -> None:
+    """Each `a::b::T` the file's text writes (its prefixes too), resolved to a workspace type:
+    the lookup of `crate::a::T::` answers from these (the file's module's paths: where the
+    file has inline modules, whose `super::` differs, those starting `super`/`self` are not
+    kept)."""
+    seen: set[str] = set()
+    # (inline modules read in the text: a tree being edited may hold them in an error node)
+    inline = _INLINE_MODULE.search(text) is not None
+    for found in _RUST_PATH.finditer(text):
+        parts = found.group(0).split("::")
+        for end in range(2, len(parts) + 1):
+            path = "::".join(parts[:end])
+            if path in seen or len(seen) >= MAX_PATHS or parts[0] == "Self":
+                continue
+            if inline and parts[0] in ("super", "self"):
+                continue  # (in a `mod tests { .. }` these name other modules than the file's)
+            seen.add(path)
+            ref = resolver.find(path, own)
+            if ref is not None and resolver.resolve(ref) is not None:
+                table.names.setdefault(((), path), ("path", ref))
