@@ -43,7 +43,6 @@ from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
 from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.finishing.confidence import GateModel
 from spec_lsp.engine.local.file_prefix import FilePrefix, choose_anchor
-from spec_lsp.engine.local.prompt_tokens import split_for_typing
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance, strength_bucket
 from spec_lsp.engine.policy.profile import CostProfile
@@ -51,6 +50,7 @@ from spec_lsp.engine.policy.realized import RealizedYield
 from spec_lsp.engine.startup import calibrate
 from spec_lsp.engine.startup.calibrate import PROFILE_TEXT
 from spec_lsp.engine.startup.loading import DEFAULT_TARGET, default_path, open_model
+from spec_lsp.prompts.window import split_for_typing
 
 if TYPE_CHECKING:
     from spec_lsp.engine.backends.llama import LlamaModel

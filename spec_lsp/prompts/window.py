@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 SNAP_LINES = 16
 CHUNK_CHARS = 64
+SPLIT_LINES = 8  # lines of the prefix window a keystroke's prompt repeats after the middle
 
 Count = Callable[[str], int]
 
@@ -225,3 +226,24 @@ def _head_within(line: str, count: Count, budget: int) -> str:
         else:
             hi = mid - 1
     return line[:lo]
+
+
+def split_for_typing(
+    prefix: str, *, lines_before: int, every: int = SPLIT_LINES
+) -> tuple[str, str]:
+    """Split the prefix window so that typing is an append to the prompt.
+
+    The FIM prompt is prefix-block, suffix, then the middle. The last few lines before the cursor
+    (the cursor's line and up to `every - 1` lines above, counted from absolute line numbers so
+    the split stays put while typing) go after the middle token, as if the model had written
+    them. A keystroke then appends to the prompt instead of invalidating the suffix block; the
+    block is re-evaluated once every `every` lines. (Suffix-first order would also make typing
+    an append, but Qwen2.5-Coder does not understand it; see research/fim_layout.md.)
+    """
+    keep = lines_before % every  # whole lines after the split, before the cursor's line
+    cut = len(prefix)
+    for _ in range(keep + 1):
+        cut = prefix.rfind("\n", 0, cut)
+        if cut < 0:
+            return "", prefix
+    return prefix[: cut + 1], prefix[cut + 1 :]

@@ -6,7 +6,7 @@ import pytest
 
 from spec_lsp.config import Settings
 from spec_lsp.engine import Cancelled, CancelToken, Completion, CompletionRequest, build_engine
-from spec_lsp.engine.local.prompt_tokens import split_for_typing
+from spec_lsp.prompts.window import split_for_typing
 
 SUFFIX = "\n\nprint(foo(3))\n"
 

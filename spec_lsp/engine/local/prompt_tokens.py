@@ -20,8 +20,8 @@ from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.local.text_tokens import TextTokens
 from spec_lsp.engine.types import CompletionRequest, EngineError
 from spec_lsp.prompts import fim, window
-
-SPLIT_LINES = 8
+from spec_lsp.prompts.healing import heal
+from spec_lsp.prompts.window import split_for_typing
 
 
 @dataclass(frozen=True)
@@ -255,27 +255,6 @@ class PromptBuilder:
         return Prompt(tokens, request.prefix, first_line=first_line, head=head)
 
 
-def split_for_typing(
-    prefix: str, *, lines_before: int, every: int = SPLIT_LINES
-) -> tuple[str, str]:
-    """Split the prefix window so that typing is an append to the prompt.
-
-    The FIM prompt is prefix-block, suffix, then the middle. The last few lines before the cursor
-    (the cursor's line and up to `every - 1` lines above, counted from absolute line numbers so
-    the split stays put while typing) go after the middle token, as if the model had written
-    them. A keystroke then appends to the prompt instead of invalidating the suffix block; the
-    block is re-evaluated once every `every` lines. (Suffix-first order would also make typing
-    an append, but Qwen2.5-Coder does not understand it; see research/fim_layout.md.)
-    """
-    keep = lines_before % every  # whole lines after the split, before the cursor's line
-    cut = len(prefix)
-    for _ in range(keep + 1):
-        cut = prefix.rfind("\n", 0, cut)
-        if cut < 0:
-            return "", prefix
-    return prefix[: cut + 1], prefix[cut + 1 :]
-
-
 class VocabIndex:
     """Token ids by the text they start with (for token healing), built once per model."""
 
@@ -318,24 +297,3 @@ class GeneratedText:
         text = self._bytes.decode("utf-8", errors="replace")
         self._text = heal(text, self.prompt.prefix, self.prompt.healed)
         return self._text
-
-
-def heal(generated: str, prefix: str, healed: str = "") -> str:
-    """Undo the prompt's omissions: the last token (token healing) and the blanks before the cursor.
-
-    Token healing: a prompt ending in a partial word ("i" of "if") tokenizes it as a whole token
-    (" i") the model then continues as if complete. The prompt leaves that token out and the
-    first generated token must start with its text (`first_allowed`); the text is removed here.
-
-    Tokenizers merge runs of spaces with the next word (" if", 8 spaces as one token): a prompt
-    that ends in the user's indentation makes the model emit one space too many. The prompt
-    leaves the cursor line's trailing blanks out; the model writes them, and they are removed
-    here. If it chose other indentation, its own leading blanks are dropped instead."""
-    if healed and generated.startswith(healed):
-        generated = generated[len(healed) :]
-    blanks = prefix[len(prefix.rstrip(" \t")) :]
-    if not blanks:
-        return generated
-    if generated.startswith(blanks):
-        return generated[len(blanks) :]
-    return generated.lstrip(" \t") if generated[:1] in (" ", "\t") else generated

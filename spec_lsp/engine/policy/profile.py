@@ -52,8 +52,9 @@ class CostProfile:
         """Seconds for a batch of n tokens: measured points, linear between them, linear beyond."""
         table = self.__dict__.get("_table")
         if table is None or n >= len(table):
+            points = sorted(self.verify_seconds.items())  # (once a table, not once a size)
             table = self.__dict__["_table"] = [0.0] + [
-                self._interpolate(i) for i in range(1, max(n, 64) + 1)
+                self._interpolate(i, points) for i in range(1, max(n, 64) + 1)
             ]
         return table[n]
 
@@ -78,8 +79,7 @@ class CostProfile:
         kept[key] = (table, costs)
         return costs
 
-    def _interpolate(self, n: int) -> float:
-        points = sorted(self.verify_seconds.items())
+    def _interpolate(self, n: int, points: list[tuple[int, float]]) -> float:
         if n <= points[0][0]:
             return points[0][1] * n / points[0][0]
         for (n0, t0), (n1, t1) in zip(points, points[1:]):

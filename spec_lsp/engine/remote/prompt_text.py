@@ -24,9 +24,10 @@ from typing import Any
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.context.block import Block
-from spec_lsp.engine.local.prompt_tokens import heal, split_for_typing
 from spec_lsp.engine.types import CompletionRequest
 from spec_lsp.prompts import fim, window
+from spec_lsp.prompts.healing import heal
+from spec_lsp.prompts.window import split_for_typing
 
 # model-name fragments (lower case) -> FIM family; the first match wins, None: prefix only
 NAME_FAMILIES = (
