@@ -58,6 +58,7 @@ from spec_lsp.engine.toolkit import (
     NgramDrafter,
     RealizedYield,
     Shadows,
+    add_by_source,
     after_cursor,
     common_prefix_len,
     draft_round,
@@ -308,10 +309,7 @@ def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = 
                 if name != "plain":
                     counts[name][0] += stats.drafted
                     counts[name][1] += stats.accepted
-                for source, numbers in stats.by_source.items():
-                    mine = by_source.setdefault(f"{name}: {source}", [0, 0, 0])
-                    for i, n in enumerate(numbers):
-                        mine[i] += n
+                add_by_source(by_source, {f"{name}: {k}": v for k, v in stats.by_source.items()})
             for name in ratios:
                 ratios[name].append(rates[name] / rates["plain"])
             shown = " ".join(f"{n} {r[-1]:.2f}x" for n, r in ratios.items())

@@ -8,7 +8,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec_lsp.engine.types import DecodeStats
+from spec_lsp.engine.types import DecodeStats, add_by_source
 
 STAGES = ("prompt", "first_answer", "decode", "prompt_share_evaluated")
 GUIDE = (  # (DecodeStats' fields, summed under "guide" without their prefix)
@@ -85,10 +85,7 @@ class EngineTotals:
             ):
                 setattr(self, name, getattr(self, name) + getattr(stats, name))
             self.k_histogram.update(stats.k_trace)
-            for source, counts in stats.by_source.items():
-                mine = self.by_source.setdefault(source, [0, 0, 0])
-                for i, n in enumerate(counts):
-                    mine[i] += n
+            add_by_source(self.by_source, stats.by_source)
             self.guide.update({name: getattr(stats, name) for name in GUIDE})
             if stats.first_answer_seconds is not None:  # (shown, even if cancelled since)
                 self.first_answers += 1

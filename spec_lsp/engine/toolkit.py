@@ -50,6 +50,7 @@ from spec_lsp.engine.policy.realized import RealizedYield
 from spec_lsp.engine.startup import calibrate
 from spec_lsp.engine.startup.calibrate import PROFILE_TEXT
 from spec_lsp.engine.startup.loading import DEFAULT_TARGET, default_path, open_model
+from spec_lsp.engine.types import add_by_source
 from spec_lsp.prompts.window import split_for_typing
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ __all__ = [
     "RealizedYield",
     "Shadows",
     "WorkspaceDrafter",
+    "add_by_source",
     "after_cursor",
     "calibrate",
     "choose_anchor",

@@ -117,12 +117,24 @@ class DecodeStats:
     def tokens_per_second(self) -> float:
         return self.tokens / self.decode_seconds if self.decode_seconds > 0 else 0.0
 
+    def count_draft(self, source: str, drafted: int, accepted: int) -> None:
+        """A round that verified `drafted` tokens from `source`, `accepted` of them."""
+        add_by_source(self.by_source, {source: [1, drafted, accepted]})
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         del data["token_logprobs"]
         data["acceptance_rate"] = round(self.acceptance_rate, 4)
         data["tokens_per_second"] = round(self.tokens_per_second, 2)
         return data
+
+
+def add_by_source(into: dict[str, list[int]], counts: dict[str, list[int]]) -> None:
+    """Add per-source counts (rounds, tokens drafted, tokens accepted) to `into`."""
+    for source, numbers in counts.items():
+        mine = into.setdefault(source, [0, 0, 0])
+        for i, n in enumerate(numbers):
+            mine[i] += n
 
 
 @dataclass(frozen=True)

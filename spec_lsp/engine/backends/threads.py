@@ -70,9 +70,7 @@ class ThreadChooser:
                 return self.threads
             own = self._own_cpu_s()  # every thread of this process, llama.cpp's included
             if self._last is not None:
-                wall = now - self._last[0]
-                others = (busy - self._last[1] - (own - self._last[2])) / wall
-                self.others = max(0.0, others)
+                self.others = others_busy(self._last, (now, busy, own))
                 self.measured = True
                 free = self.cores - self.others + self.slack
                 self.threads = max(1, min(self.cores, int(free)))
@@ -97,11 +95,17 @@ class OthersLoad:
 
     def cores(self) -> float | None:
         wall0, busy0, own0 = self._start
-        busy = self._system_busy_s()
-        wall = self._clock() - wall0
-        if busy is None or busy0 is None or wall <= 0:
+        now, busy = self._clock(), self._system_busy_s()
+        if busy is None or busy0 is None or now <= wall0:
             return None
-        return max(0.0, (busy - busy0 - (self._own_cpu_s() - own0)) / wall)
+        return others_busy((wall0, busy0, own0), (now, busy, self._own_cpu_s()))
+
+
+def others_busy(before: tuple[float, float, float], after: tuple[float, float, float]) -> float:
+    """Cores other programs kept busy between two looks of (wall, system busy, own CPU)
+    seconds: the system's busy time less this process's own, over the wall time."""
+    wall = after[0] - before[0]
+    return max(0.0, (after[1] - before[1] - (after[2] - before[2])) / wall)
 
 
 SHARED = ThreadChooser()  # one view of the machine for every model in the process

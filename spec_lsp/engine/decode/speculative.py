@@ -189,10 +189,8 @@ def generate(
         source = (
             (draft.source or CONTINUATION) if from_continuation else draft.source or _name(drafter)
         )
-        if draft.tokens:  # (per source: rounds, drafted, accepted)
-            counts = stats.by_source.setdefault(source, [0, 0, 0])
-            for i, n in enumerate((1, len(draft.tokens), n_accepted)):
-                counts[i] += n
+        if draft.tokens:
+            stats.count_draft(source, len(draft.tokens), n_accepted)
         seconds = time.perf_counter() - now  # the round as it ran: what drafting must beat
         policy.observe_round(source, draft.strength, len(draft.tokens), n_accepted + 1, seconds)
     stats.decode_seconds = time.perf_counter() - started

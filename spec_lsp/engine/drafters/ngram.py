@@ -43,9 +43,10 @@ TAIL = 64  # context tokens a lookup in a fixed run of tokens compares
 
 
 class TokensLookup(Drafter):
-    """A free lookup in a fixed run of tokens (the last suggestion, the text after the cursor): the context's tail is looked up in them, and
-    what followed its longest match there (the latest among equals) is proposed, with the
-    match's length as its strength, under the lookup's own source name."""
+    """A free lookup in a fixed run of tokens (the last suggestion, the text after the cursor):
+    the context's tail is looked up in them, and what followed its longest match there (the
+    latest among equals) is proposed, with the match's length as its strength, under the
+    lookup's own source name."""
 
     name = "tokens"
     free = True
