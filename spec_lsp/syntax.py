@@ -84,3 +84,8 @@ def parse(path: str, text: str) -> Any | None:
 
         parser = _parsers.parsers[grammar] = tree_sitter.Parser(language)
     return parser.parse(text.encode("utf-8", "surrogatepass"))
+
+
+def node_text(node: Any) -> str:
+    """A parsed node's source text."""
+    return str(node.text.decode("utf-8", "replace"))

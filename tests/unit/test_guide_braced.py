@@ -385,3 +385,13 @@ def test_a_rust_types_incomplete_set_is_masked_in_effect_unless_guide_bias_says_
 def test_odd_text_gives_an_empty_answer_not_an_error(tmp_path, name, source):
     table, text = analysed(tmp_path, name, {name: source})
     assert table.lookup(table.scope_at(text), "this") is None and table.done
+
+
+def test_a_typescript_function_not_exported_is_not_a_modules_member(tmp_path):
+    # (Go's rule, a capital first letter exports, is Go's alone)
+    files = {
+        "lib.ts": "export function helper() {}\nfunction Hidden() {}\nexport const VERSION = 1;\n",
+        "main.ts": "import * as lib from './lib';\nlib.HERE;\n",
+    }
+    table, text = analysed(tmp_path, "main.ts", files)
+    assert at(table, text, "HERE;", "lib") == (frozenset({"helper", "VERSION"}), True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from spec_lsp.engine.context.types import Definition
-from spec_lsp.syntax import GRAMMARS, grammar_for, parse
+from spec_lsp.syntax import GRAMMARS, grammar_for, node_text, parse
 
 __all__ = ["GRAMMARS", "grammar_for", "parse", "definitions", "around", "SymbolIndex"]
 
@@ -262,7 +262,7 @@ def around(
         if is_function(kind):
             functions.append(node)
         if kind in _NAME_TYPES and not (node.start_point <= at <= node.end_point):
-            used.append(Used(_text(node), node.start_point[0], _receiver(node)))
+            used.append(Used(node_text(node), node.start_point[0], _receiver(node)))
         stack.extend(reversed(node.named_children))
     found: list[Definition] = []
     _walk(tree.root_node, "", 0, found, python=path.endswith((".py", ".pyi", ".pyw")))
@@ -277,10 +277,6 @@ def around(
     return used, bound
 
 
-def _text(node: Any) -> str:
-    return str(node.text.decode("utf-8", "replace"))
-
-
 def _receiver(node: Any) -> str | None:
     parent = node.parent
     if parent is None:
@@ -290,7 +286,7 @@ def _receiver(node: Any) -> str | None:
     for field in _RECEIVER_FIELDS:
         target = parent.child_by_field_name(field)
         if target is not None and target != node:
-            return _text(target) if target.type in _NAME_TYPES else ""
+            return node_text(target) if target.type in _NAME_TYPES else ""
     return None
 
 
@@ -313,7 +309,7 @@ def _bindings(function: Any) -> Iterator[str]:
 
 def _identifiers(node: Any, depth: int = 0) -> Iterable[str]:
     if node.type == "identifier":
-        return [_text(node)]
+        return [node_text(node)]
     if depth > 4 or node.type.startswith(_SKIPPED_IN_BINDINGS):
         return []
     return [name for child in node.named_children for name in _identifiers(child, depth + 1)]

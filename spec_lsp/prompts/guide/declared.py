@@ -171,11 +171,11 @@ class _Reader:
                 for param in named(receiver, "parameter_declaration"):
                     target = type_name(param.child_by_field_name("type"))
                     self.out.methods.setdefault(target, set()).add(name)
-                    self.params(receiver, inner, self_type)
+                self.params(receiver, inner, self_type)
             elif result and node.type == "function_declaration":
                 self.result(name, result)
-        if not scope and node.type == "function_declaration" and name[:1].isupper():
-            self.out.exports.add(name)
+            if not scope and node.type == "function_declaration" and name[:1].isupper():
+                self.out.exports.add(name)  # (Go: a capital first letter exports)
         if self.lang in ("ts", "java"):  # what a factory returns: `Foo.of(..)`, `make(..)`
             result = type_name(
                 node.child_by_field_name("return_type") or node.child_by_field_name("type")

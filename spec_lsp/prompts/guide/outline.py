@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from spec_lsp.syntax import node_text
+
 Header = tuple[str, ...]
 LANGUAGES = {
     ".js": "js",
@@ -62,10 +64,6 @@ class Outline:
 def language_of(path: str) -> str | None:
     dot = path.rfind(".")
     return LANGUAGES.get(path[dot:].lower()) if dot >= 0 else None
-
-
-def node_text(node: Any) -> str:
-    return str(node.text.decode("utf-8", "replace"))
 
 
 def named(node: Any, kind: str) -> Iterator[Any]:

@@ -110,6 +110,7 @@ class Resolver:
         self._busy: set[Ref] = set()
         self._beside: dict[tuple[str, str], list[Outline]] = {}
         self._java_roots: dict[tuple[str, str], list[str]] = {}
+        self._go_packages: dict[tuple[str, str], str | None] = {}
 
     def outline(self, path: str) -> Outline | None:
         return self.own if path == self.own.path else self.outlines.at(path)
@@ -129,9 +130,8 @@ class Resolver:
             return None
         if "." in name and where.language == "go":
             package, _, inner = name.partition(".")
-            spec = where.namespaces.get(package)
-            folder = self.go_package(where.path, spec) if spec else None
-            return self._in_files(inner, self._folder(folder, "go")) if folder else None
+            files = self.go_files(where, package)
+            return self._in_files(inner, files) if files else None
         if "::" in name and where.language == "rust":
             return self.rust_path(name.split("::"), where, depth)
         if "." in name and where.language == "java":
@@ -210,8 +210,21 @@ class Resolver:
     def _folder(self, folder: str, language: str) -> list[Outline]:
         return self.beside(Outline(os.path.join(folder, "x"), language))
 
+    def go_files(self, where: Outline, package: str) -> list[Outline]:
+        """The files of the Go package `where` imports as `package` ([]: not in the workspace)."""
+        spec = where.namespaces.get(package)
+        folder = self.go_package(where.path, spec) if spec else None
+        return self._folder(folder, "go") if folder else []
+
     def go_package(self, path: str, spec: str) -> str | None:
-        """The folder of a Go import path in the workspace (by go.mod, or a GOPATH's src/)."""
+        """The folder of a Go import path in the workspace (by go.mod, or a GOPATH's src/);
+        looked up once per analysis for a file's folder."""
+        key = (os.path.dirname(path), spec)
+        if key not in self._go_packages:
+            self._go_packages[key] = self._go_package(path, spec)
+        return self._go_packages[key]
+
+    def _go_package(self, path: str, spec: str) -> str | None:
         folder = os.path.dirname(path)
         for _ in range(12):
             mod = os.path.join(folder, "go.mod")

@@ -25,10 +25,7 @@ def returned(function: str, own: Outline, resolver: Resolver) -> Ref | None:
     if "." in function:
         owner, _, name = function.partition(".")
         if own.language == "go":
-            spec = own.namespaces.get(owner)
-            folder = resolver.go_package(own.path, spec) if spec else None
-            files = resolver.beside(Outline(f"{folder}/x.go", "go")) if folder else []
-            return _declared_result(name, files, resolver)
+            return _declared_result(name, resolver.go_files(own, owner), resolver)
         return _static(owner, f".{name}", own, resolver)
     if own.language == "go":
         return _declared_result(function, resolver.beside(own), resolver)
