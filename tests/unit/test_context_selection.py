@@ -355,6 +355,8 @@ def test_files_only_on_disk_in_the_workspace(tmp_path: Path) -> None:
     [
         ("/p/app.ts", "import { polygonArea } from './geo';\n\nconst a = polygonArea(pts);\n"),
         ("/p/app.js", "const geo = require('./geo');\n\nconst a = geo.polygonArea(pts);\n"),
+        # (a TypeScript source imported as its compiled file, as ES modules in TS are written)
+        ("/p/app.ts", "import { polygonArea } from './geo.js';\n\nconst a = polygonArea(pts);\n"),
     ],
 )
 def test_javascript_imports_resolve_relative_modules(path: str, text: str) -> None:

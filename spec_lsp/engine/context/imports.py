@@ -9,6 +9,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from spec_lsp.prompts.guide.paths import js_module_candidates
+
 PY_IMPORT = re.compile(r"^[ \t]*import[ \t]+([^\n#;]+)", re.M)
 PY_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
 JS_IMPORT = re.compile(
@@ -19,7 +21,6 @@ JS_REQUIRE = re.compile(
     r"""(?:const|let|var)[ \t]+([\w$]+|\{[^}]*\})[ \t]*=[ \t]*require\(['"]([^'"]+)['"]\)"""
 )
 C_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
-JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 
 
 def names_module(module: str, path: str) -> bool:
@@ -153,8 +154,7 @@ def _js_imports(path: str, text: str, paths: KnownPaths) -> list[Import]:
     for clause, spec, at in sorted(pairs, key=lambda p: p[2]):
         lines = clause.count("\n") + 1
         stem = posixpath.normpath(posixpath.join(posixpath.dirname(path), spec))
-        candidates = [stem, *(stem + e for e in JS_EXTENSIONS)]
-        candidates += [posixpath.join(stem, "index" + e) for e in JS_EXTENSIONS]
+        candidates = js_module_candidates(stem)
         resolved = paths.first(candidates) if spec.startswith(".") else []  # (not a package's)
         entry = Import(spec, text.count("\n", 0, at), resolved, lines=lines)
         braces = re.search(r"\{([^}]*)\}", clause)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from spec_lsp.prompts.guide import declared, paths
 from spec_lsp.prompts.guide.analysis import Members
-from spec_lsp.prompts.guide.outline import Outline, TypeDecl
+from spec_lsp.prompts.guide.outline import LANGUAGES, Outline, TypeDecl
 
 Ref = tuple[str, str]  # (the file declaring a type, its name)
 OBJECT_JS = frozenset(
@@ -26,12 +26,10 @@ FUNCTION_JS = frozenset("name length prototype apply call bind toString".split()
 OBJECT_JAVA = frozenset("equals hashCode toString getClass notify notifyAll wait".split())
 JAVA_TYPE_ONLY = frozenset({"class", "this", "super"})  # `T.class`, `T.this.x`, `T.super.f()`
 ENUM_JAVA = frozenset("name ordinal compareTo getDeclaringClass describeConstable".split())
+# each language's file extensions (outline.LANGUAGES turned around)
 EXTENSIONS = {
-    "ts": (".ts", ".tsx", ".mts", ".cts"),
-    "js": (".js", ".jsx", ".mjs", ".cjs"),
-    "go": (".go",),
-    "rust": (".rs",),
-    "java": (".java",),
+    language: tuple(ext for ext, its in LANGUAGES.items() if its == language)
+    for language in set(LANGUAGES.values())
 }
 GO_PREDECLARED = frozenset(
     "bool string int int8 int16 int32 int64 uint uint8 uint16 uint32 uint64 uintptr byte rune "
@@ -248,14 +246,10 @@ class Resolver:
         if where.language not in ("js", "ts") or not spec.startswith("."):
             return None
         base = os.path.normpath(os.path.join(folder, spec))
-        stem = base[: -len(Path(base).suffix)] if Path(base).suffix in (".js", ".mjs") else base
-        for candidate in (base, *(stem + e for e in (".ts", ".tsx", ".d.ts", ".js", ".mjs"))):
-            if os.path.isfile(candidate):
-                return candidate
-        for index in ("index.ts", "index.tsx", "index.js"):
-            if os.path.isfile(os.path.join(base, index)):
-                return os.path.join(base, index)
-        return None
+        return next(
+            (c for c in paths.js_module_candidates(base) if os.path.isfile(c)),
+            None,
+        )
 
     # -- types to members -------------------------------------------------------------------
     def resolve(self, ref: Ref) -> Resolved | None:
