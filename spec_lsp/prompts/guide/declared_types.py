@@ -49,14 +49,11 @@ def js_type(decl: TypeDecl, node: Any, *, js: bool) -> None:
             "property_identifier",
             "private_property_identifier",
         ):
-            target = decl.statics if is_static(member) else decl.members
             if node_text(name) == "constructor":
                 constructor_fields(decl, member)
                 continue
-            target.add(node_text(name))
             kind = type_name(member.child_by_field_name("type"))
-            if kind:
-                decl.fields[node_text(name)] = kind
+            decl.add_field(node_text(name), kind, static=is_static(member))
         elif name is not None and name.type != "computed_property_name":
             decl.open = True
 
@@ -70,10 +67,7 @@ def constructor_fields(decl: TypeDecl, method: Any) -> None:
         ) or (any(c.type == "readonly" for c in param.children)):
             pattern = param.child_by_field_name("pattern")
             if pattern is not None:
-                decl.members.add(node_text(pattern))
-                kind = type_name(param.child_by_field_name("type"))
-                if kind:
-                    decl.fields[node_text(pattern)] = kind
+                decl.add_field(node_text(pattern), type_name(param.child_by_field_name("type")))
     if decl.open:  # JS: fields are made by assignment
         stack = [method]
         while stack:
@@ -99,9 +93,7 @@ def go_type(decl: TypeDecl, node: Any) -> None:
                     decl.bases.append(kind or "?")
                     names = [kind.rsplit(".", 1)[-1]] if kind else []
                 for name in names:
-                    decl.members.add(name)
-                    if kind:
-                        decl.fields[name] = kind
+                    decl.add_field(name, kind)
     elif body.type in ("type_identifier", "qualified_type", "generic_type"):
         decl.underlying = type_name(body) or "?"  # a defined type: `type A B`
     elif body.type == "interface_type":
@@ -118,10 +110,7 @@ def rust_type(decl: TypeDecl, node: Any) -> None:
     for item in body.named_children if body is not None else ():
         name = item.child_by_field_name("name")
         if item.type == "field_declaration" and name is not None:
-            decl.members.add(node_text(name))
-            kind = type_name(item.child_by_field_name("type"))
-            if kind:
-                decl.fields[node_text(name)] = kind
+            decl.add_field(node_text(name), type_name(item.child_by_field_name("type")))
         elif item.type == "enum_variant" and name is not None:
             decl.statics.add(node_text(name))
         elif item.type in ("function_item", "function_signature_item") and name is not None:
@@ -156,10 +145,9 @@ def java_type(decl: TypeDecl, node: Any) -> None:
         if item.type == "field_declaration" or item.type == "constant_declaration":
             kind = type_name(item.child_by_field_name("type"))
             for declarator in item.children_by_field_name("declarator"):
-                name = node_text(declarator.child_by_field_name("name"))
-                (decl.statics if static else decl.members).add(name)
-                if kind:
-                    decl.fields[name] = kind
+                decl.add_field(
+                    node_text(declarator.child_by_field_name("name")), kind, static=static
+                )
         elif item.type == "method_declaration":
             name = node_text(item.child_by_field_name("name"))
             (decl.statics if is_static(item) else decl.members).add(name)

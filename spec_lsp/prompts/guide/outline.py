@@ -39,6 +39,12 @@ class TypeDecl:
     open: bool = False  # members the source does not declare may exist
     underlying: str = ""  # Go `type A B`: B (A has B's fields, not its methods)
 
+    def add_field(self, name: str, kind: str | None, *, static: bool = False) -> None:
+        """A field, with its declared type where one is written (`kind`)."""
+        (self.statics if static else self.members).add(name)
+        if kind:
+            self.fields[name] = kind
+
 
 @dataclass
 class Outline:
