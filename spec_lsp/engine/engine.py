@@ -174,6 +174,12 @@ class Engine:
         self.stage.close()
         self.stage = NotLoaded()
 
+    def shutdown(self) -> None:
+        """The server stops: the models closed and the analysis thread stopped (a jedi run cut
+        short by the process's exit says nothing)."""
+        self.close()
+        self.stores.analyses.close()
+
     # -- documents and folders (fanned out to the stores) --------------------------------------
     def set_workspace_folders(self, folders: Sequence[str]) -> None:
         """The folders the editor names (rootUri, workspaceFolders), as local paths: context

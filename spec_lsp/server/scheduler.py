@@ -516,7 +516,7 @@ class Scheduler:
                 token.cancel("shutdown")
         for _, token in self._jobs.values():
             token.cancel("shutdown")
-        self._executor.submit(self.engine.close)
+        self._executor.submit(self.engine.shutdown)
         self._executor.shutdown(wait=False)
 
     def join(self) -> None:

@@ -300,3 +300,25 @@ def test_a_class_s_members_include_what_its_own_body_uses_on_self(tmp_path):
     assert mixin is not None and mixin.complete and {"call", "focus", "tk"} <= mixin.names
     span = table.lookup(("def total",), "span")
     assert span is not None and span.complete and {"days", "_days"} <= span.names
+
+
+def test_the_engine_shut_down_stops_its_analysis_and_a_run_cut_short_says_nothing(tmp_path, caplog):
+    from spec_lsp.config import Settings
+    from spec_lsp.engine.engine import build_engine
+
+    engine = build_engine(Settings(precompute=False), backend="fake")
+    engine.load()
+    analyses = engine.stores.analyses
+    analyses.set_enabled(True)
+
+    def broken(*_args, **_kwargs):  # (as jedi's subprocess gone with the process)
+        engine.shutdown()
+        raise EOFError("Ran out of input")
+
+    analyses.analyser.analyse = broken  # type: ignore[method-assign]
+    analyses.document_changed((tmp_path / "m.py").as_uri(), "import os\nos.")
+    thread = analyses._thread
+    assert thread is not None
+    thread.join(timeout=30)
+    assert not thread.is_alive()  # (without shutdown: waits for work forever)
+    assert "failed" not in caplog.text

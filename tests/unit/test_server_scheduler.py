@@ -67,7 +67,7 @@ class ScriptedEngine:
         self.prewarmed.append(request.prefix)
         return 0
 
-    def close(self) -> None:
+    def shutdown(self) -> None:
         self.closed_on = threading.current_thread().name
 
     def stats(self) -> dict:

@@ -211,7 +211,8 @@ class Analyses:
                     earlier=earlier, hooks=hooks,
                 )  # fmt: skip
         except Exception:  # noqa: BLE001 (odd input: unguided, and said in the log)
-            log.exception("the analysis of %s failed: its completions are not guided", path)
+            if not self._closed:  # (closed: the server is stopping, jedi's subprocess with it)
+                log.exception("the analysis of %s failed: its completions are not guided", path)
             return
         time.sleep(self.delay_s)  # (tests: a late analysis)
         with self._lock:
