@@ -23,7 +23,9 @@ prompt:
   classes' own bodies use on `self`), the file analysed again for it; last in a case's row;
 - on-dunders=B (`--dunders B`): on, with the dunders every object has (OBJECT_DUNDERS) lowered
   by B (inf: left out) where the member set is complete and what is written does not open with
-  `__`; a rule tried on the fit and choose sets before the product takes it.
+  `__`; a rule tried on the fit and choose sets before the product takes it;
+- on-unmentioned=B (`--unmentioned B`): on, with the members the document never names (not
+  anywhere in its text: code, strings, comments) lowered by B where the member set is complete.
 
 A name that is not a member counts as defined, not as used, where the receiver opens the
 statement and the name is followed by `=` or `:` (`self.x = ...`: a new attribute).
@@ -85,6 +87,9 @@ VARIANTS = {"off": (False, 0.0), "on": (True, 0.0), "on+bias": (True, 100.0)}
 JEDI_ONLY = "on-jedi"  # on, the members Jedi lists alone (what the guide did before Bodies)
 DUNDERS = "on-dunders="  # (`--dunders B`: on, the dunders every object has lowered by B)
 OBJECT_DUNDERS = frozenset(dir(object)) | {"__dict__", "__module__", "__annotations__"}
+UNMENTIONED = "on-unmentioned="  # (`--unmentioned B`: the members the file never names, by B)
+DEMOTIONS = (DUNDERS, UNMENTIONED)  # on, some members of a complete set lowered by B
+IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 PLAIN = ("plain", "plain+mask")
 SKIP_LINES = 30
 SPLIT_MIN_LINES = 1000
@@ -280,12 +285,20 @@ def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
 
 
 def set_variant(engine: Engine, name: str) -> None:
-    guide, bias = VARIANTS["on" if name.startswith((DUNDERS, JEDI_ONLY)) else name]
-    _demoted[0] = float(name[len(DUNDERS) :]) if name.startswith(DUNDERS) else 0.0
+    guide, bias = VARIANTS["on" if name.startswith((*DEMOTIONS, JEDI_ONLY)) else name]
+    rule = next((r for r in DEMOTIONS if name.startswith(r)), "")
+    _demoted.update(by=float(name[len(rule) :]) if rule else 0.0, rule=rule)
     engine.update_settings(engine.settings.model_copy(update={"guide": guide, "guide_bias": bias}))
 
 
-_demoted = [0.0]  # by how much the on-dunders variant lowers the dunders every object has
+# what a demotion variant lowers (`rule`, one of DEMOTIONS), by how much (`by`), and the
+# identifiers the case's document names (`mentioned`, for on-unmentioned)
+_demoted: dict[str, Any] = {"by": 0.0, "rule": "", "mentioned": frozenset()}
+
+
+def mentioned(document: str) -> frozenset[str]:
+    """The identifiers a document names anywhere (code, strings, comments)."""
+    return frozenset(IDENTIFIER.findall(document))
 
 
 @contextmanager
@@ -300,22 +313,27 @@ def _jedi_only() -> Iterator[None]:
 
 
 def _demoting(guided: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """Monitor._guided, and then (on-dunders=B) the tokens that begin only the dunders every
-    object has lowered by B, where the set is complete and what is written is not `__...`."""
+    """Monitor._guided, and then, where the set is complete, the tokens that begin only the
+    members a rule sets apart lowered by B: on-dunders=B the dunders every object has (unless
+    what is written opens with `__`); on-unmentioned=B the members the document never names."""
 
     def demoted(monitor: Monitor, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
         row = guided(monitor, logits, out)
-        if not _demoted[0]:
+        if not _demoted["by"]:
             return row
         members, point = found if (found := monitor._members(out)) else (None, None)
         if members is None or point is None or not members.complete or point.kind != "member":
             return row
-        if point.written.startswith("__"):
-            return row
-        core = monitor.names.allowed(point.written, members.names - OBJECT_DUNDERS, sep=point.sep)
+        if _demoted["rule"] == DUNDERS:
+            if point.written.startswith("__"):
+                return row
+            kept = members.names - OBJECT_DUNDERS
+        else:
+            kept = members.names & _demoted["mentioned"]
+        core = monitor.names.allowed(point.written, kept, sep=point.sep)
         if not core.any():
             return row
-        return np.where(core, row, row - _demoted[0]).astype(row.dtype, copy=False)
+        return np.where(core, row, row - _demoted["by"]).astype(row.dtype, copy=False)
 
     return demoted
 
@@ -356,6 +374,7 @@ def run_case(
         "expected_known": case.expected in names,
         "analysis_s": seconds,
     }
+    _demoted["mentioned"] = mentioned(case.document)
     for variant in variants:
         if variant == JEDI_ONLY:
             with _jedi_only():
@@ -366,7 +385,7 @@ def run_case(
             row[variant] = outcome(case, got.text, names)
             row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)
             row[variant]["known"] = again is not None and case.expected in again[0]
-        elif variant in VARIANTS or variant.startswith(DUNDERS):
+        elif variant in VARIANTS or variant.startswith(DEMOTIONS):
             set_variant(engine, variant)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
@@ -416,7 +435,7 @@ def render(rows: list[dict[str, Any]], fast: dict[str, Any] | None, head: str) -
     ]
     if not rows:  # (--speed-only)
         out = [head]
-    engines = [*VARIANTS, DUNDERS, JEDI_ONLY]
+    engines = [*VARIANTS, *DEMOTIONS, JEDI_ONLY]
     variants = [v for v in rows[0] if v.startswith(("plain", *engines))] if rows else []
     for label, group in groups if rows else []:
         for variant in variants:
@@ -502,6 +521,9 @@ def options(
         parser.add_argument(
             "--dunders", type=float, nargs="*", default=[], help="on-dunders=B variants"
         )
+        parser.add_argument(
+            "--unmentioned", type=float, nargs="*", default=[], help="on-unmentioned=B variants"
+        )
     parser.add_argument(
         "--tokens", type=int, default=12, help="tokens per ask (the first name is what counts)"
     )
@@ -533,10 +555,11 @@ def measure(
         *getattr(args, "variants", VARIANTS),
         *(f"plain+bias={b:g}" for b in getattr(args, "plain_bias", [])),
         *(f"{DUNDERS}{b:g}" for b in getattr(args, "dunders", [])),
+        *(f"{UNMENTIONED}{b:g}" for b in getattr(args, "unmentioned", [])),
     ]
     if JEDI_ONLY in variants:  # (last: it leaves the file analysed without Bodies)
         variants = [*(v for v in variants if v != JEDI_ONLY), JEDI_ONLY]
-    if any(v.startswith(DUNDERS) for v in variants):
+    if any(v.startswith(DEMOTIONS) for v in variants):
         Monitor._guided = _demoting(Monitor._guided)  # type: ignore[method-assign]
     pair: tuple[Plain, NameTokens] | None = None
     if any(v.startswith("plain") for v in variants):

@@ -120,6 +120,27 @@ def test_the_dunders_variant_lowers_only_what_begins_the_dunders_every_object_ha
     set_variant(_Engine(), "on")  # type: ignore[arg-type]
 
 
+def test_the_unmentioned_variant_lowers_what_begins_only_the_members_the_file_never_names():
+    from bench.names import _demoted, mentioned
+
+    vocab = [b"url", b"get", b"_target", b"_redirect", b"getattribute", b"__"]
+    members = frozenset({"get_target", "get_redirect", "url"})
+    table = Table(1, {((), "self"): Members(members, True)})
+    logits = np.array([9, 5, 4, 3, 0, 0], dtype=np.single)
+    guided = _demoting(Monitor._guided)
+    set_variant(_Engine(), "on-unmentioned=6")  # type: ignore[arg-type]
+    _demoted["mentioned"] = mentioned("x = self.get_redirect()  # not the target\nself.")
+    monitor = Monitor(NameTokens(vocab), table, text="    x = self.", scope=())
+    first = guided(monitor, logits, [])
+    assert first.tolist()[:2] == [3, 5]  # `url` never named; `get` begins `get_redirect`
+    then = guided(monitor, logits, [1])  # after `get`: `_target` lowered, `_redirect` kept
+    assert then.tolist()[2:4] == [-2, 3]
+    table.members[((), "self")] = Members(members, False)  # (incomplete: nothing lowered)
+    monitor = Monitor(NameTokens(vocab), table, text="    x = self.", scope=())
+    assert guided(monitor, logits, [])[0] == 9
+    set_variant(_Engine(), "on")  # type: ignore[arg-type]
+
+
 def test_the_jedi_only_variant_analyses_without_what_the_class_uses_on_self() -> None:
     text = "class Misc:\n    def call(self):\n        return self.tk.call()\n\n    def f(self):\n        self.\n"
     with _jedi_only():
