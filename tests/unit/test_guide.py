@@ -10,7 +10,7 @@ import pytest
 
 from spec_lsp.prompts.guide import scopes, trigger
 from spec_lsp.prompts.guide.analysis import Analyser, Hooks, Members, Table
-from spec_lsp.prompts.guide.monitor import Monitor
+from spec_lsp.prompts.guide.monitor import Monitor, open_span
 from spec_lsp.prompts.guide.names import NameTokens
 
 VOCAB = [
@@ -86,6 +86,33 @@ def test_an_incomplete_set_is_biased_or_left_alone():
     m = monitor("y = r.", complete=False, bias=2.0)
     row = m.guide(np.zeros(len(VOCAB), dtype=np.float32), [])
     assert row[0] == 0 and row[14] == -2.0
+
+
+@pytest.mark.parametrize(
+    ("text", "syntax", "left_open"),
+    [
+        ('"""doc\nstill', "python", '"""'),
+        ('x = \'"""\'  # a quote in a string opens nothing\ny = r.', "python", ""),
+        ('# it\'s a """ in a comment\ny = r.', "python", ""),
+        ("'''a\n\"\"\"\n'''\ny = r.", "python", ""),
+        ('"""a \\""" b', "python", '"""'),  # (an escaped quote closes nothing)
+        ('"""a \\\\""" b', "python", ""),
+        ('const g = "src/**/*.js";\nthis.', "braces", ""),
+        ("/* a\n b", "braces", "/*"),
+        ("const t = `a\n${x}", "braces", "`"),
+        ("// don't ` here\nthis.", "braces", ""),
+        ("fn f<'a>(x: &'a str) {\n    let s = \"/*\";\n    self.", "braces", ""),
+    ],
+)
+def test_a_span_of_lines_is_open_only_where_a_lexer_says_so(text, syntax, left_open):
+    assert open_span(text, syntax) == left_open
+
+
+def test_a_quote_in_a_string_earlier_in_the_file_leaves_the_guide_on():
+    # pydoc's `'"""'`: counting the quotes turned the guide off for the rest of the file
+    assert kept(monitor('x = \'"""\'\ny = r.'), []) == [b"get", b"borrow"]
+    m = monitor('x = """\n y = r.')  # (in a docstring: free until it closes)
+    assert len(kept(m, [])) == len(VOCAB)
 
 
 def test_unknown_receivers_strings_and_new_attributes_are_not_constrained():

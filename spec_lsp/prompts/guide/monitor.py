@@ -11,6 +11,7 @@ Where one valid name is left by what is written, its remaining tokens are the sy
 
 from __future__ import annotations
 
+import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -51,7 +52,7 @@ class Monitor:
     def __post_init__(self) -> None:
         cut = self.text.rfind("\n") + 1
         self._line = self.text[cut:]
-        self._in_string = open_span(self.text, self.syntax)
+        self._open = open_span(self.text, self.syntax)  # (the span the generation starts in)
 
     # -- the loop's two questions ------------------------------------------------------------
     def guide(self, logits: np.ndarray, out: Sequence[int]) -> np.ndarray:
@@ -110,7 +111,7 @@ class Monitor:
         """(the members, the trigger point) at the end of the text so far; None: no trigger;
         (None, point): a trigger whose receiver the table does not know."""
         generated = b"".join(self.names.pieces[t] for t in out).decode("utf-8", "replace")
-        if self._in_string ^ open_span(generated, self.syntax):
+        if open_span(generated, self.syntax, self._open):
             return None
         cut = generated.rfind("\n")
         line = self._line + generated if cut < 0 else generated[cut + 1 :]
@@ -155,10 +156,48 @@ class Monitor:
         return found.names if found is not None and found.complete else None
 
 
-def open_span(text: str, syntax: str) -> bool:
-    """Whether `text` leaves a string or comment spanning lines open (counted, not parsed):
-    Python's triple-quoted strings; a brace language's `/* */` comments and JS's template
-    strings (`` ` ``)."""
-    if syntax == "python":
-        return (text.count('"""') + text.count("'''")) % 2 == 1
-    return text.rfind("/*") > text.rfind("*/") or text.count("`") % 2 == 1
+# what may open a span of lines, and what closes it; a line's strings and comments are read past
+# whole so that a quote or `/*` inside one opens nothing (`x = '"""'`, `"src/**/*.js"`)
+_CLOSERS = {'"""': '"""', "'''": "'''", "/*": "*/", "`": "`"}
+_LINE_STRINGS = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+_SPANS = {
+    "python": re.compile(rf'#[^\n]*|"""|\'\'\'|{_LINE_STRINGS}', re.S),
+    "braces": re.compile(rf"//[^\n]*|/\*|`|{_LINE_STRINGS}", re.S),
+}
+
+
+def open_span(text: str, syntax: str, inside: str = "") -> str:
+    """The string or comment spanning lines that `text` leaves open ("" none): Python's
+    triple-quoted strings; a brace language's `/* */` comments and template or raw strings
+    (`` ` ``). `inside`: the span open where `text` begins. Read left to right as a lexer
+    does, each line's strings and comments skipped whole (a quote left unclosed on its line
+    opens nothing: a Rust lifetime, a string being typed)."""
+    spans = _SPANS["python" if syntax == "python" else "braces"]
+    pos, opened = 0, inside
+    while True:
+        if opened:
+            pos = _closed(text, pos, opened)
+            if pos < 0:
+                return opened
+            opened = ""
+        found = spans.search(text, pos)
+        if found is None:
+            return ""
+        pos = found.end()
+        if found.group() in _CLOSERS:
+            opened = found.group()
+
+
+def _closed(text: str, pos: int, opened: str) -> int:
+    """Where the span `opened` ends (past its closer) from `pos` on; -1: not in `text`."""
+    closer = _CLOSERS[opened]
+    while True:
+        at = text.find(closer, pos)
+        if at < 0:
+            return -1
+        before = at
+        while opened != "/*" and before > pos and text[before - 1] == "\\":
+            before -= 1
+        if (at - before) % 2 == 0:
+            return at + len(closer)
+        pos = at + 1  # (an escaped quote)
