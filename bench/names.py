@@ -270,8 +270,8 @@ LANGUAGE_IDS = {
 }
 
 
-def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
-    request = CompletionRequest(
+def request_at(case: Case, *, tokens: int, multiline: bool) -> CompletionRequest:
+    return CompletionRequest(
         case.cut,
         "",
         document_id=Path(case.path).as_uri(),
@@ -281,7 +281,18 @@ def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
         multiline=multiline,
         invoked=True,
     )
-    return engine.complete(request, CancelToken())
+
+
+def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
+    return engine.complete(request_at(case, tokens=tokens, multiline=multiline), CancelToken())
+
+
+def prewarmed(engine: Engine, case: Case) -> None:
+    """The case's prompt evaluated before any variant asks, as the server does while the
+    person pauses: every variant then finds it in the KV cache and evaluates the same last
+    token, so their first logits are the same numbers (the variant that went first evaluated
+    the whole prompt, the others its last tokens: a near tie could go either way)."""
+    engine.prewarm(request_at(case, tokens=12, multiline=False), CancelToken())
 
 
 def set_variant(engine: Engine, name: str) -> None:
@@ -375,11 +386,13 @@ def run_case(
         "analysis_s": seconds,
     }
     _demoted["mentioned"] = mentioned(case.document)
+    prewarmed(engine, case)
     for variant in variants:
         if variant == JEDI_ONLY:
             with _jedi_only():
                 engine.document_closed(Path(case.path).as_uri())
                 again = resolved(engine, case)
+            prewarmed(engine, case)
             set_variant(engine, variant)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
