@@ -13,7 +13,8 @@ prompt:
 
 - off: `guide: false`;
 - on: `guide: true` (hard mask where the member set is complete, nothing elsewhere);
-- on+bias: `guide: true, guideBias: 100` (incomplete sets masked too, in effect);
+- on+bias: `guide: true, guideBias: 100` (incomplete sets masked too, in effect); `--bias B`
+  adds on+bias=B (`guideBias: B`);
 - plain: plain llama-cpp-python FIM with the same model (places.Plain: the engine's window and
   FIM template, `create_completion`, greedy), the same prompt;
 - plain+mask: the same with its logits masked to Jedi's completions there (every resolved
@@ -87,6 +88,7 @@ VARIANTS = {"off": (False, 0.0), "on": (True, 0.0), "on+bias": (True, 100.0)}
 JEDI_ONLY = "on-jedi"  # on, the members Jedi lists alone (what the guide did before Bodies)
 DUNDERS = "on-dunders="  # (`--dunders B`: on, the dunders every object has lowered by B)
 OBJECT_DUNDERS = frozenset(dir(object)) | {"__dict__", "__module__", "__annotations__"}
+BIASED = "on+bias="  # (`--bias B`: on, `guideBias: B`)
 UNMENTIONED = "on-unmentioned="  # (`--unmentioned B`: the members the file never names, by B)
 DEMOTIONS = (DUNDERS, UNMENTIONED)  # on, some members of a complete set lowered by B
 IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
@@ -296,7 +298,10 @@ def prewarmed(engine: Engine, case: Case) -> None:
 
 
 def set_variant(engine: Engine, name: str) -> None:
-    guide, bias = VARIANTS["on" if name.startswith((*DEMOTIONS, JEDI_ONLY)) else name]
+    if name.startswith(BIASED):
+        guide, bias = True, float(name[len(BIASED) :])
+    else:
+        guide, bias = VARIANTS["on" if name.startswith((*DEMOTIONS, JEDI_ONLY)) else name]
     rule = next((r for r in DEMOTIONS if name.startswith(r)), "")
     _demoted.update(by=float(name[len(rule) :]) if rule else 0.0, rule=rule)
     engine.update_settings(engine.settings.model_copy(update={"guide": guide, "guide_bias": bias}))
@@ -398,7 +403,7 @@ def run_case(
             row[variant] = outcome(case, got.text, names)
             row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)
             row[variant]["known"] = again is not None and case.expected in again[0]
-        elif variant in VARIANTS or variant.startswith(DEMOTIONS):
+        elif variant in VARIANTS or variant.startswith((*DEMOTIONS, BIASED)):
             set_variant(engine, variant)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
@@ -537,6 +542,7 @@ def options(
         parser.add_argument(
             "--unmentioned", type=float, nargs="*", default=[], help="on-unmentioned=B variants"
         )
+        parser.add_argument("--bias", type=float, nargs="*", default=[], help="on+bias=B variants")
     parser.add_argument(
         "--tokens", type=int, default=12, help="tokens per ask (the first name is what counts)"
     )
@@ -569,6 +575,7 @@ def measure(
         *(f"plain+bias={b:g}" for b in getattr(args, "plain_bias", [])),
         *(f"{DUNDERS}{b:g}" for b in getattr(args, "dunders", [])),
         *(f"{UNMENTIONED}{b:g}" for b in getattr(args, "unmentioned", [])),
+        *(f"{BIASED}{b:g}" for b in getattr(args, "bias", [])),
     ]
     if JEDI_ONLY in variants:  # (last: it leaves the file analysed without Bodies)
         variants = [*(v for v in variants if v != JEDI_ONLY), JEDI_ONLY]

@@ -91,14 +91,29 @@ def test_context_time_compares_the_guide_against_off() -> None:
 
 class _Settings:
     def model_copy(self, update: dict[str, object]) -> _Settings:
+        _Engine.updates.append(update)
         return self
 
 
 class _Engine:
     settings = _Settings()
+    updates: list[dict[str, object]] = []
 
     def update_settings(self, settings: object) -> None:
         pass
+
+
+def test_a_bias_variant_sets_the_guide_bias_it_names() -> None:
+    for variant in ("on+bias=2.5", "on+bias", "on", "off", "on-dunders=3"):
+        set_variant(_Engine(), variant)  # type: ignore[arg-type]
+    assert [(u["guide"], u["guide_bias"]) for u in _Engine.updates[-5:]] == [
+        (True, 2.5),
+        (True, 100.0),
+        (True, 0.0),
+        (False, 0.0),
+        (True, 0.0),
+    ]
+    set_variant(_Engine(), "on")  # type: ignore[arg-type]
 
 
 def test_the_dunders_variant_lowers_only_what_begins_the_dunders_every_object_has() -> None:
