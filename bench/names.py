@@ -289,12 +289,12 @@ def ask(engine: Engine, case: Case, *, tokens: int, multiline: bool) -> Any:
     return engine.complete(request_at(case, tokens=tokens, multiline=multiline), CancelToken())
 
 
-def prewarmed(engine: Engine, case: Case) -> None:
+def prewarmed(engine: Engine, case: Case, tokens: int) -> None:
     """The case's prompt evaluated before any variant asks, as the server does while the
     person pauses: every variant then finds it in the KV cache and evaluates the same last
     token, so their first logits are the same numbers (the variant that went first evaluated
     the whole prompt, the others its last tokens: a near tie could go either way)."""
-    engine.prewarm(request_at(case, tokens=12, multiline=False), CancelToken())
+    engine.prewarm(request_at(case, tokens=tokens, multiline=False), CancelToken())
 
 
 def set_variant(engine: Engine, name: str) -> None:
@@ -391,13 +391,13 @@ def run_case(
         "analysis_s": seconds,
     }
     _demoted["mentioned"] = mentioned(case.document)
-    prewarmed(engine, case)
+    prewarmed(engine, case, tokens)
     for variant in variants:
         if variant == JEDI_ONLY:
             with _jedi_only():
                 engine.document_closed(Path(case.path).as_uri())
                 again = resolved(engine, case)
-            prewarmed(engine, case)
+            prewarmed(engine, case, tokens)
             set_variant(engine, variant)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
