@@ -627,7 +627,7 @@ def measure(
         f"{' --set ' + args.set if python and args.set != 'report' else ''}"
         f"{' --definitions' if python and args.definitions else ''}"
         f"{' --tokens ' + str(args.tokens) if args.tokens != 12 else ''}"
-        f"{' --variants ' + ' '.join(variants) if variants != [*VARIANTS, *PLAIN] else ''}"
+        f"{' --variants ' + ' '.join(variants) if python and variants != [*VARIANTS, *PLAIN] else ''}"
         f"{f' --speed-only --speed {args.speed}' if args.speed_only else ''}`; settings: "
         f"{extra or 'defaults'}; {len(rows)} cases in {len(files)} files "
         f"({time.perf_counter() - started:.0f} s)."
