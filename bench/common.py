@@ -22,6 +22,25 @@ import numpy as np
 
 from spec_lsp.config import Settings
 
+# Installed packages (the server's, its tests' and its remote engine's dependencies) that are not
+# among PyPI's most downloaded, such as httpx, click, jinja2, requests, numpy, pydantic or
+# pytest, whose code the model has likely seen many times
+LESS_KNOWN = [
+    "lsprotocol",
+    "pygls",
+    "pytest_lsp",
+    "cattrs",
+    "anyio",
+    "h11",
+    "httpcore",
+    "pydantic_settings",
+    "pathspec",
+    "diskcache",
+    "pynvim",
+    "gguf",
+    "hypothesis",
+]
+
 # the repository: this package lives at <root>/bench/
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bench.common import LESS_KNOWN as PACKAGES
 from bench.common import ROOT, log
 from bench.crossfile import (
     QUIET_MAX_S,
@@ -74,21 +75,6 @@ from bench.in_process import Server
 from bench.places import emptied, engine_options, loaded_engine, machine, report
 from spec_lsp.engine import Completion, CompletionRequest
 
-PACKAGES = [
-    "lsprotocol",
-    "pygls",
-    "pytest_lsp",
-    "cattrs",
-    "anyio",
-    "h11",
-    "httpcore",
-    "pydantic_settings",
-    "pathspec",
-    "diskcache",
-    "pynvim",
-    "gguf",
-    "hypothesis",
-]
 MIN_USES = 12  # lines crossfile.uses finds in a package for it to count
 LINES = 42
 PROTOCOLS = {

@@ -59,10 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import ROOT, geomean, log, read_results
+from bench.common import LESS_KNOWN, ROOT, geomean, log, read_results
 from bench.places import Plain, engine_options, loaded_engine, machine, report, with_plain
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
-from spec_lsp.prompts.guide import analysis, scopes
+from spec_lsp.prompts.guide import analysis, scopes, trigger
 from spec_lsp.prompts.guide.monitor import DEFINING, Monitor
 from spec_lsp.prompts.guide.names import NameTokens
 
@@ -98,6 +98,11 @@ SPLIT_MIN_LINES = 1000
 # fit / choose: the standard library's modules (top level, or a package's __init__) of at least
 # SPLIT_MIN_LINES lines, not private (`_`), not the report set's, by path: alternately fit, choose
 SPLIT_RULE = "stdlib modules of 1,000+ lines, not private, not the report set's, alternately"
+# less-known: code the model has seen less of than the standard library's and the most downloaded
+# packages' (the report set's): in each of common.LESS_KNOWN but the report set's h11, the
+# LESS_KNOWN_FILES largest modules of SPLIT_MIN_LINES // 2 lines or more, outside tests, one per
+# file name (httpcore's `_sync` modules are generated from its `_async` ones)
+LESS_KNOWN_FILES = 2
 DEFINED = re.compile(r"[ \t]*(?:=(?!=)|:)")  # after a name: it is being assigned (defined)
 
 
@@ -186,9 +191,11 @@ def first_name(text: str) -> str:
 def split_files(which: str) -> list[Path]:
     """The files of a set: `report` (STDLIB and PACKAGES), or `fit`/`choose` (SPLIT_RULE)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"])
+    site = Path(sysconfig.get_paths()["purelib"])
     if which == "report":
-        site = Path(sysconfig.get_paths()["purelib"])
         return [stdlib / f for f in STDLIB] + [site / f for f in PACKAGES]
+    if which == "less-known":
+        return [f for package in LESS_KNOWN if package != "h11" for f in largest(site / package)]
     found = [
         path
         for path in sorted(stdlib.glob("*.py")) + sorted(stdlib.glob("*/__init__.py"))
@@ -197,6 +204,23 @@ def split_files(which: str) -> list[Path]:
         and path.read_text(encoding="utf-8", errors="replace").count("\n") >= SPLIT_MIN_LINES
     ]
     return found[0::2] if which == "fit" else found[1::2]
+
+
+def largest(package: Path) -> list[Path]:
+    """A package's LESS_KNOWN_FILES largest modules (lines; then by path) of at least half
+    SPLIT_MIN_LINES lines, tests left out, one per file name."""
+    sized = []
+    for path in sorted(package.rglob("*.py")):
+        if "test" in path.relative_to(package).as_posix():
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").count("\n")
+        if lines >= SPLIT_MIN_LINES // 2:
+            sized.append((-lines, path.relative_to(package).as_posix(), path))
+    chosen: dict[str, Path] = {}
+    for _lines, _name, path in sorted(sized):
+        if path.name not in chosen and len(chosen) < LESS_KNOWN_FILES:
+            chosen[path.name] = path
+    return list(chosen.values())
 
 
 def outcome(case: Case, text: str, names: frozenset[str]) -> dict[str, Any]:
@@ -365,10 +389,19 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     if not analyses.wait(uri, 120):
         return None
     table = analyses.table(uri)
-    members = table.lookup(table.scope_at(case.cut), case.receiver) if table else None
+    members = table.lookup(table.scope_at(case.cut), receiver_key(case)) if table else None
     if members is None or table is None:
         return None
     return members.names, members.complete, table.seconds
+
+
+def receiver_key(case: Case) -> str:
+    """The table's key the monitor reads at the case's `.`: the receiver's, or in a Python
+    import the package's (its submodules)."""
+    point = trigger.find(case.cut[case.cut.rfind("\n") + 1 :])
+    if case.path.endswith(".py") and point is not None and point.kind == "module":
+        return analysis.key_of(point.kind, point.receiver)
+    return case.receiver
 
 
 def run_case(
@@ -522,7 +555,10 @@ def options(
     parser.add_argument("--render", action="store_true", help="the table again from --out's runs")
     if not sources:  # (Python: the sets, where a name may be defined, plain llama-cpp-python)
         parser.add_argument(
-            "--set", choices=("report", "fit", "choose"), default="report", help="the files"
+            "--set",
+            choices=("report", "fit", "choose", "less-known"),
+            default="report",
+            help="the files",
         )
         parser.add_argument(
             "--definitions", action="store_true", help="only where a name may be defined"

@@ -3,6 +3,8 @@ the mask it puts on plain llama-cpp-python."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from bench.context_time import GUIDE, base_of, settings_of
@@ -12,6 +14,7 @@ from bench.names import (
     FirstName,
     _demoting,
     _jedi_only,
+    largest,
     outcome,
     render,
     set_variant,
@@ -29,11 +32,22 @@ def case(cut: str, expected: str = "x") -> Case:
     return Case("m.py", cut.count("\n") + 1, "self", expected, cut, cut)
 
 
-def test_the_three_sets_share_no_file() -> None:
+def test_the_sets_share_no_file() -> None:
     fit, choose, held = (set(split_files(s)) for s in ("fit", "choose", "report"))
-    assert len(fit) >= 8 and len(choose) >= 8 and len(held) == 14
-    assert not fit & choose and not (fit | choose) & held
+    less_known = set(split_files("less-known"))
+    assert len(fit) >= 8 and len(choose) >= 8 and len(held) == 14 and len(less_known) >= 12
+    assert not fit & choose and not (fit | choose) & held and not (fit | choose | held) & less_known
     assert not any(p.as_posix().endswith(STDLIB) for p in fit | choose)
+
+
+def test_a_less_known_package_gives_its_largest_modules_one_per_name(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    for name, lines in {
+        "a/core.py": 900, "b/core.py": 950, "big.py": 800, "small.py": 400, "tests/t.py": 3000,
+    }.items():  # fmt: skip
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text("x = 1\n" * lines)
+    assert largest(package) == [package / "b/core.py", package / "big.py"]
 
 
 def test_a_new_attribute_is_defined_not_used() -> None:

@@ -41,6 +41,10 @@ def monitor(text: str, *, complete: bool = True, key: str = "r", bias: float = 0
         ("from os.path import ", ("import", "os.path", "", "", False)),
         ("from os.path import join, sp", ("import", "os.path", "sp", "", False)),
         ("from . import", ("import", ".", "", " ", False)),
+        ("from os.pa", ("module", "os", "pa", "", False)),
+        ("    import os.", ("module", "os", "", "", False)),
+        ("import a.b.c", ("module", "a.b", "c", "", False)),
+        ("from os", ("module", "os", "", ".", False)),
     ],
 )
 def test_trigger_points(line, expected):
@@ -51,8 +55,8 @@ def test_trigger_points(line, expected):
 
 @pytest.mark.parametrize(
     "line",
-    ['    s = "x.', "    # see x.", "    f().", "    x[0].", "    y = 1.", "def f", "import os.pa",
-     "from os.pa", "    return", "    x = 'a' + r.split('.')[0] + '#"],
+    ['    s = "x.', "    # see x.", "    f().", "    x[0].", "    y = 1.", "def f", "from .os.",
+     "from os.path import x.", "    return", "    x = 'a' + r.split('.')[0] + '#"],
 )  # fmt: skip
 def test_no_trigger_in_strings_comments_calls_numbers_definitions(line):
     assert trigger.find(line) is None
@@ -177,6 +181,39 @@ def test_jedi_resolves_a_class_from_another_module_as_complete(tmp_path):
     assert call is not None and call.names == {"now"} and call.complete
     imported = table.lookup((), "from pkg.reservoir")
     assert imported is not None and "Reservoir" in imported.names
+    # the package an import names a module of: its submodules, all of them
+    package = table.lookup(("def run",), "module pkg")
+    assert package is not None and package.complete and {"reservoir", "main"} <= package.names
+    assert "Reservoir" not in package.names and table.lookup((), "pkg") is None
+
+
+def test_submodules_are_not_all_there_is_where_a_package_extends_its_path(tmp_path):
+    files = {
+        "ns/__init__.py": "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
+        "ns/a.py": "",
+        "pkg/__init__.py": "",
+        "pkg/main.py": "import os\nfrom ns.a import x\nfrom os.path import join\n",
+    }
+    table = analysed(tmp_path, files)
+    ns = table.lookup((), "module ns")
+    assert ns is not None and "a" in ns.names and not ns.complete
+    plain = table.lookup((), "module os")  # (a module, not a package: `os.path` made at run time)
+    assert plain is None or not plain.complete
+
+
+def test_a_submodule_in_an_import_is_one_that_exists():
+    # `from hypothesis.strategies._internal.datastructures import` for `.deferred`: a module the
+    # package does not have
+    for text in ("from r.", "import r.", "    from r.get_w"):
+        m = monitor(text, key="module r")
+        assert b"get" in kept(m, []) or b"adl" in kept(m, [])
+        assert b"decide" not in kept(m, []) and b"x" not in kept(m, [])
+    before_the_dot = monitor("from r", key="module r")
+    assert b".get" in kept(before_the_dot, []) and b" " in kept(before_the_dot, [])
+    assert b".borrow" in kept(before_the_dot, [])  # (both names exist: kept)
+    assert b"." in kept(before_the_dot, [])
+    # a module's attribute set is not its submodules: `r.` in code reads the other key
+    assert kept(monitor("y = r.", key="module r"), []) == kept(monitor("y = q.", key="r"), [])
 
 
 @pytest.mark.parametrize(

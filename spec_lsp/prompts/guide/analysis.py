@@ -1,7 +1,8 @@
 """Jedi's answer for one version of a Python file, prepared off the request path.
 
-For each receiver the file dereferences (`x.` with `x` a chain of names) and each module it
-imports from (`from m import`), the members Jedi completes there, keyed by the scope the
+For each receiver the file dereferences (`x.` with `x` a chain of names), each module it
+imports from (`from m import`) and each package an import names a module of (`from a.b.c`:
+`a`'s submodules and `a.b`'s), the members Jedi completes there, keyed by the scope the
 occurrence is in (scopes.py) and the receiver's text: a lookup while decoding is two dict
 reads. A set is `complete` (a hard mask) where every type Jedi infers for the receiver is a
 module, class or instance defined in source (a .py file) without `__getattr__`; a stub's
@@ -47,10 +48,21 @@ for _version in ("3.13", f"{sys.version_info.major}.{sys.version_info.minor}"):
 _DEREF = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.")
 _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*(?:[A-Za-z_][\w.]*)?)[ \t]+import[ \t]*", re.M)
+# an import statement's dotted module path, each `.` in it a place where a submodule is named
+_IMPORTING = re.compile(r"^[ \t]*(?:from|import)[ \t]+([A-Za-z_][\w.]*)")
 _SELF = ("self", "cls")
 _ON_SELF = re.compile(r"(?<![\w.])(?:self|cls)\.([A-Za-z_]\w*)")
-# (scope, receiver); an import's receiver is "from <module>", a call's "call <callee>"
+# (scope, receiver); an import's receiver is "from <module>", a call's "call <callee>", a
+# package's submodules' (`from a.b.`, `import a.b.`) "module <package>"
 Key = tuple[Scope, str]
+KEY_PREFIXES = {"import": "from ", "module": "module ", "keyword": "call "}
+
+
+def key_of(kind: str, receiver: str) -> str:
+    """The table's key for a trigger point's receiver (trigger.Trigger's kind)."""
+    return KEY_PREFIXES.get(kind, "") + receiver
+
+
 # Jedi's inference keeps process-wide state and is not safe from two threads at once (two
 # engines in one process, a benchmark's and a test's): one analysis at a time
 _JEDI = threading.Lock()
@@ -126,16 +138,24 @@ class Occurrence:
 
 
 def occurrences(text: str) -> Iterator[Occurrence]:
-    """Every dereference of a chain of names and every `from m import`, with its scope key
+    """Every dereference of a chain of names, every `from m import` and every package an import
+    names a submodule of, with its scope key
     (strings and comments included: Jedi finds nothing there)."""
     lines = text.split("\n")
     for number, (line, scope) in enumerate(zip(lines, scopes.each_line(lines)), start=1):
+        importing = _IMPORTING.match(line)
+        if importing:  # (`from a.b.c import`: the submodules of `a` and of `a.b`)
+            path, start = importing.group(1), importing.start(1)
+            for dot in (i for i, c in enumerate(path) if c == "."):
+                if dot and path[dot - 1] != ".":
+                    key: Key = ((), key_of("module", path[:dot]))
+                    yield Occurrence(key, number, start + dot + 1, start + dot)
         imported = _FROM.match(line)
         if imported:
             module: Key = ((), f"from {imported.group(1)}")
             yield Occurrence(module, number, imported.end(), imported.end(1))
             continue
-        if line.lstrip().startswith(("import ", "#")):
+        if importing or line.lstrip().startswith("#"):
             continue
         for found in _CALL.finditer(line):
             if not re.search(r"(?:^|\s)(?:def|class)\s+$", line[: found.start()]):
@@ -143,8 +163,9 @@ def occurrences(text: str) -> Iterator[Occurrence]:
                 yield Occurrence((_keyed(scope, callee), f"call {callee}"), number, found.end(), -1)
         for found in _DEREF.finditer(line):
             receiver = found.group(1)
-            key = (_keyed(scope, receiver), receiver)
-            yield Occurrence(key, number, found.end(), found.end() - 1)
+            yield Occurrence(
+                (_keyed(scope, receiver), receiver), number, found.end(), found.end() - 1
+            )
 
 
 def _keyed(scope: Scope, chain: str) -> Scope:
@@ -268,7 +289,18 @@ def _members(script: object, occurrence: Occurrence, bodies: Bodies) -> Members 
         names |= bodies.used_on_self(inferred)
     except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
         return None
-    return Members(names, bool(inferred) and "__getattr__" not in names and _in_source(inferred))
+    complete = bool(inferred) and "__getattr__" not in names and _in_source(inferred)
+    if occurrence.key[1].startswith("module "):
+        complete = complete and all(_a_whole_package(name) for name in inferred)
+    return Members(names, complete)
+
+
+def _a_whole_package(module: object) -> bool:
+    """A package whose submodules are the files in its folder: a plain module's (`os.path`,
+    `six.moves`) are made at run time, and a package that extends its `__path__` (pkgutil's or
+    setuptools' namespace packages) has others elsewhere."""
+    path = str(getattr(module, "module_path", None) or "")
+    return Path(path).name == "__init__.py" and "__path__" not in _source(path)
 
 
 class Bodies:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spec_lsp.prompts.guide import trigger
-from spec_lsp.prompts.guide.analysis import Members, Table
+from spec_lsp.prompts.guide.analysis import Members, Table, key_of
 from spec_lsp.prompts.guide.names import NameTokens
 from spec_lsp.prompts.guide.scopes import Scope
 
@@ -86,7 +86,7 @@ class Monitor:
         members, point = found if (found := self._members(out)) is not None else (None, None)
         if members is None or point is None or not members.complete or limit <= 0:
             return []
-        if point.kind == "keyword" or (not point.written and point.kind == "member"):
+        if point.kind == "keyword" or (not point.written and point.kind in ("member", "module")):
             return []  # (at the `.` every member is open: nothing is sure)
         left = [n for n in members.names if n.startswith(point.written)]
         if len(left) != 1 or left[0] == point.written:
@@ -117,13 +117,12 @@ class Monitor:
         line = self._line + generated if cut < 0 else generated[cut + 1 :]
         point = trigger.find(line, self.syntax)
         if point is not None and not (point.statement_start and self._defining(point)):
-            prefix = "from " if point.kind == "import" else ""
-            members = self.table.lookup(self.scope, prefix + point.receiver)
+            members = self.table.lookup(self.scope, key_of(point.kind, point.receiver))
             if members is not None or point.sep != ".":
                 return members, point
         call = trigger.find_keyword(line) if self.syntax == "python" else None
         if call is not None:
-            return self.table.lookup(self.scope, f"call {call.receiver}"), call
+            return self.table.lookup(self.scope, key_of(call.kind, call.receiver)), call
         return (None, point) if point is not None and point.sep != "." else None
 
     def _defining(self, point: trigger.Trigger) -> bool:
@@ -143,7 +142,9 @@ class Monitor:
                     point.written,
                     members.names,
                     sep=point.sep,
-                    members_of=lambda name: self._complete(f"{point.receiver}.{name}"),
+                    members_of=lambda name: self._complete(
+                        key_of(point.kind, f"{point.receiver}.{name}")
+                    ),
                 )
             self._masks[key] = keep
             if len(self._masks) > 64:

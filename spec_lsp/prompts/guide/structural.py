@@ -56,7 +56,7 @@ class Structural(Table):
         return tuple(line for line in scopes.enclosing_lines(text) if line in self.headers)
 
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
-        if receiver.startswith(("from ", "call ")):
+        if receiver.startswith(("from ", "call ", "module ")):
             return None
         path = receiver.endswith("::")
         parts = receiver[:-2].split("::") if path else receiver.split(".")

@@ -4,7 +4,9 @@ Two trigger points (Python):
 - a member: `receiver.name` with `receiver` a dotted chain of names (`self`, `os.path`,
   `self._browser`); before the `.` is written, only tokens opening with `.` are constrained;
 - an import: `from module import name` (and each name after a comma); before the blank after
-  `import` is written, only tokens opening with a blank are constrained.
+  `import` is written, only tokens opening with a blank are constrained;
+- a submodule: `from package.name` or `import package.name` (a module path in an import); before
+  the `.` is written, only tokens opening with `.` are constrained.
 
 - a keyword argument: `call(..., name` with `call` a chain of names; only tokens that end the
   name with `=` are constrained (to names the call takes): a positional argument is free.
@@ -32,6 +34,8 @@ _RECEIVER = re.compile(rf"(?<![\w.])({_CHAIN})$")  # the chain written, its `.` 
 _IMPORTED = r"(?:\w+(?:\s+as\s+\w+)?\s*,\s*)*"
 _FROM = re.compile(rf"^\s*from\s+(\.*(?:{_CHAIN})?)\s+import\s+(?:\(\s*)?{_IMPORTED}(\w*)$")
 _FROM_BARE = re.compile(rf"^\s*from\s+(\.*(?:{_CHAIN})?)\s+import$")
+_SUBMODULE = re.compile(rf"^\s*(?:from|import)\s+({_CHAIN})\.(\w*)$")  # `from a.b.` (`.c`)
+_PACKAGE = re.compile(rf"^\s*(?:from|import)\s+({_CHAIN})$")  # `from a.b`, its `.` to come
 _KEYWORDS = frozenset(
     "and as assert async await break class continue def del elif else except finally for from "
     "global if import in is lambda nonlocal not or pass raise return try while with yield "
@@ -41,8 +45,8 @@ _KEYWORDS = frozenset(
 
 @dataclass(frozen=True)
 class Trigger:
-    kind: str  # "member" | "import"
-    receiver: str  # the dotted chain before the `.`, or the module after `from`
+    kind: str  # "member" | "import" | "module" (a submodule) | "keyword"
+    receiver: str  # the dotted chain before the `.`, the module after `from`, or the package
     written: str  # the part of the name already written ("" at the `.` or before it)
     sep: str  # "" once the separator is written; else the separator still to come (. or blank)
     statement_start: bool = False  # the receiver opens the statement (maybe an assignment)
@@ -60,6 +64,12 @@ def find(line: str, syntax: str = "python") -> Trigger | None:
     found = _FROM_BARE.match(line)
     if found:
         return Trigger("import", found.group(1), "", " ")
+    found = _SUBMODULE.match(line)
+    if found:
+        return Trigger("module", found.group(1), found.group(2), "")
+    found = _PACKAGE.match(line)
+    if found:
+        return Trigger("module", found.group(1), "", ".")
     return _member(line, (_MEMBER, _RECEIVER), _KEYWORDS, _after_def)
 
 
