@@ -36,6 +36,13 @@ _FROM = re.compile(rf"^\s*from\s+(\.*(?:{_CHAIN})?)\s+import\s+(?:\(\s*)?{_IMPOR
 _FROM_BARE = re.compile(rf"^\s*from\s+(\.*(?:{_CHAIN})?)\s+import$")
 _SUBMODULE = re.compile(rf"^\s*(?:from|import)\s+({_CHAIN})\.(\w*)$")  # `from a.b.` (`.c`)
 _PACKAGE = re.compile(rf"^\s*(?:from|import)\s+({_CHAIN})$")  # `from a.b`, its `.` to come
+# (pattern, kind, the separator still to come: "" where it is written and a name may be begun)
+_IMPORT_POINTS = (
+    (_FROM, "import", ""),
+    (_FROM_BARE, "import", " "),
+    (_SUBMODULE, "module", ""),
+    (_PACKAGE, "module", "."),
+)
 _KEYWORDS = frozenset(
     "and as assert async await break class continue def del elif else except finally for from "
     "global if import in is lambda nonlocal not or pass raise return try while with yield "
@@ -58,18 +65,10 @@ def find(line: str, syntax: str = "python") -> Trigger | None:
         return _find_braced(line)
     if _open_string_or_comment(line):
         return None
-    found = _FROM.match(line)
-    if found:
-        return Trigger("import", found.group(1), found.group(2), "")
-    found = _FROM_BARE.match(line)
-    if found:
-        return Trigger("import", found.group(1), "", " ")
-    found = _SUBMODULE.match(line)
-    if found:
-        return Trigger("module", found.group(1), found.group(2), "")
-    found = _PACKAGE.match(line)
-    if found:
-        return Trigger("module", found.group(1), "", ".")
+    for pattern, kind, sep in _IMPORT_POINTS:
+        found = pattern.match(line)
+        if found:  # (the name begun, where the separator is written)
+            return Trigger(kind, found.group(1), "" if sep else found.group(2), sep)
     return _member(line, (_MEMBER, _RECEIVER), _KEYWORDS, _after_def)
 
 
