@@ -187,6 +187,22 @@ def test_jedi_resolves_a_class_from_another_module_as_complete(tmp_path):
     assert "Reservoir" not in package.names and table.lookup((), "pkg") is None
 
 
+def test_a_class_s_members_include_what_its_metaclass_gives_it(tmp_path):
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/main.py": (
+            "import enum\n\n\nclass Color(enum.Enum):\n    RED = 1\n\n\n"
+            "class Plain:\n    x = 1\n\n\n"
+            "def names():\n    return Color.__members__, Plain.x\n"
+        ),
+    }
+    table = analysed(tmp_path, files)
+    color = table.lookup(("def names",), "Color")
+    assert color is not None and color.complete and {"RED", "__members__"} <= color.names
+    plain = table.lookup(("def names",), "Plain")
+    assert plain is not None and "x" in plain.names and "__members__" not in plain.names
+
+
 def test_submodules_are_not_all_there_is_where_a_package_extends_its_path(tmp_path):
     files = {
         "ns/__init__.py": "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",

@@ -10,7 +10,8 @@ module, class or instance defined in source (a .py file) without `__getattr__`; 
 every name its own body reads or writes on `self`/`cls`: Jedi does not list an attribute set
 through another name (`self = object.__new__(cls)`, a `__slots__` class's) or one a mixin
 expects its subclasses to set (tkinter's `Misc` reads `self.tk`), and the mask must not forbid
-a name the class itself uses.
+a name the class itself uses. They also take in what the class's metaclass gives it (an enum's
+`__members__`), which Jedi leaves out too.
 
 Jedi's inference is pure Python and takes milliseconds to seconds per receiver: the receivers
 nearest the cursor first, new ones before those an earlier version had, within a time budget.
@@ -286,13 +287,31 @@ def _members(script: object, occurrence: Occurrence, bodies: Bodies) -> Members 
         if not names:
             return None
         inferred = script.infer(occurrence.line, occurrence.name_end)  # type: ignore[attr-defined]
-        names |= bodies.used_on_self(inferred)
+        names |= bodies.used_on_self(inferred) | _metaclass_names(inferred)
     except Exception:  # noqa: BLE001 (Jedi's own errors on odd code: no answer there)
         return None
     complete = bool(inferred) and "__getattr__" not in names and _in_source(inferred)
     if occurrence.key[1].startswith("module "):
         complete = complete and all(_a_whole_package(name) for name in inferred)
     return Members(names, complete)
+
+
+def _metaclass_names(inferred: list[object]) -> frozenset[str]:
+    """What a class's metaclass gives the class (an enum's `__members__`, `__len__`): Jedi's
+    completions on a class leave them out. Read through Jedi's inference values (not its public
+    API: on any change there, nothing is added)."""
+    found: set[str] = set()
+    for name in inferred:
+        if getattr(name, "type", "") != "class":
+            continue
+        try:
+            for value in name._name.infer():  # type: ignore[attr-defined]
+                for meta in value.get_metaclasses():
+                    for names in meta.get_filters():
+                        found.update(n.string_name for n in names.values())
+        except Exception:  # noqa: BLE001 (Jedi's internals: nothing added)
+            continue
+    return frozenset(found)
 
 
 def _a_whole_package(module: object) -> bool:
