@@ -1,0 +1,27 @@
+"""The unit tests' own fixture: the guide's analysis threads a test's engines start stop with
+the test. A Jedi run left going (a Python document opened with the guide on, by default) runs
+beside the next tests, and Jedi raises the interpreter's recursion limit while it runs, which
+hypothesis reports as a test changing it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from spec_lsp.engine.context.analyses import Analyses
+
+
+@pytest.fixture(autouse=True)
+def _analyses_stop_with_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    made: list[Analyses] = []
+    init = Analyses.__init__
+
+    def recorded(self: Analyses) -> None:
+        init(self)
+        made.append(self)
+
+    monkeypatch.setattr(Analyses, "__init__", recorded)
+    yield
+    for analyses in made:
+        analyses.close()
