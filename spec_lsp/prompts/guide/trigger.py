@@ -1,6 +1,6 @@
 """Where a name is to be chosen from a known set, read from the text before the next token.
 
-Two trigger points (Python):
+The trigger points (Python):
 - a member: `receiver.name` with `receiver` a dotted chain of names (`self`, `os.path`,
   `self._browser`); before the `.` is written, only tokens opening with `.` are constrained;
 - an import: `from module import name` (and each name after a comma); before the blank after
