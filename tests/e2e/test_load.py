@@ -140,18 +140,13 @@ class Typist:
 
     def type_all(self, uri: str) -> None:
         """The rest of the text at once (a paste)."""
-        self.version[uri] += 1
         here = self.cursor(uri)
         change = {"range": {"start": here, "end": here}, "text": TYPING[uri][self.typed[uri] :]}
         self.typed[uri] = len(TYPING[uri])
-        doc = {"uri": uri, "version": self.version[uri]}
-        self.peer.notify(
-            "textDocument/didChange", {"textDocument": doc, "contentChanges": [change]}
-        )
+        self._changed(uri, change)
 
     def type_one(self, uri: str) -> None:
         """One keystroke (the next character), or, at the end, select all and retype the start."""
-        self.version[uri] += 1
         if self.typed[uri] < len(TYPING[uri]):
             here = self.cursor(uri)
             change = {"range": {"start": here, "end": here}, "text": TYPING[uri][self.typed[uri]]}
@@ -161,6 +156,10 @@ class Typist:
             self.typed[uri] = START
             start = {"line": 0, "character": 0}
             change = {"range": {"start": start, "end": end}, "text": self.text(uri)}
+        self._changed(uri, change)
+
+    def _changed(self, uri: str, change: dict) -> None:
+        self.version[uri] += 1
         doc = {"uri": uri, "version": self.version[uri]}
         self.peer.notify(
             "textDocument/didChange", {"textDocument": doc, "contentChanges": [change]}
@@ -218,10 +217,11 @@ def answered_newer_first(peer: Peer, ids: list[str]) -> list[tuple[str, str]]:
 async def analysed(peer: Peer, runs: int, timeout: float) -> None:
     """Wait for the guide's analyses to have run `runs` times since the server started."""
     deadline = asyncio.get_running_loop().time() + timeout
-    while (stats := await peer.call(f"runs-{time.monotonic_ns()}", "specLsp/stats", None))["guide"][
-        "analyses"
-    ] < runs:
-        assert asyncio.get_running_loop().time() < deadline, stats["guide"]
+    while True:
+        guide = (await peer.call(f"runs-{time.monotonic_ns()}", "specLsp/stats", None))["guide"]
+        if guide["analyses"] >= runs:
+            return
+        assert asyncio.get_running_loop().time() < deadline, guide
         await asyncio.sleep(0.05)
 
 

@@ -147,26 +147,25 @@ def occurrences(text: str) -> Iterator[Occurrence]:
         importing = _IMPORTING.match(line)
         if importing:  # (`from a.b.c import`: the submodules of `a` and of `a.b`)
             path, start = importing.group(1), importing.start(1)
-            for dot in (i for i, c in enumerate(path) if c == "."):
-                if dot and path[dot - 1] != ".":
-                    key: Key = ((), key_of("module", path[:dot]))
-                    yield Occurrence(key, number, start + dot + 1, start + dot)
+            for dot in (i for i, c in enumerate(path) if c == "." and i and path[i - 1] != "."):
+                key: Key = ((), key_of("module", path[:dot]))
+                yield Occurrence(key, number, start + dot + 1, start + dot)
         imported = _FROM.match(line)
         if imported:
-            module: Key = ((), f"from {imported.group(1)}")
-            yield Occurrence(module, number, imported.end(), imported.end(1))
+            key = ((), key_of("import", imported.group(1)))
+            yield Occurrence(key, number, imported.end(), imported.end(1))
             continue
         if importing or line.lstrip().startswith("#"):
             continue
         for found in _CALL.finditer(line):
             if not re.search(r"(?:^|\s)(?:def|class)\s+$", line[: found.start()]):
                 callee = found.group(1)
-                yield Occurrence((_keyed(scope, callee), f"call {callee}"), number, found.end(), -1)
+                key = (_keyed(scope, callee), key_of("keyword", callee))
+                yield Occurrence(key, number, found.end(), -1)
         for found in _DEREF.finditer(line):
             receiver = found.group(1)
-            yield Occurrence(
-                (_keyed(scope, receiver), receiver), number, found.end(), found.end() - 1
-            )
+            key = (_keyed(scope, receiver), receiver)
+            yield Occurrence(key, number, found.end(), found.end() - 1)
 
 
 def _keyed(scope: Scope, chain: str) -> Scope:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spec_lsp.prompts.guide import declared, scopes
-from spec_lsp.prompts.guide.analysis import Key, Members, Table
+from spec_lsp.prompts.guide.analysis import KEY_PREFIXES, Key, Members, Table
 from spec_lsp.prompts.guide.outline import Outline
 from spec_lsp.prompts.guide.resolve import Outlines, Ref, Resolved, Resolver
 from spec_lsp.prompts.guide.returns import returned
@@ -56,7 +56,7 @@ class Structural(Table):
         return tuple(line for line in scopes.enclosing_lines(text) if line in self.headers)
 
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
-        if receiver.startswith(("from ", "call ", "module ")):
+        if receiver.startswith(tuple(KEY_PREFIXES.values())):  # (Python's points alone)
             return None
         path = receiver.endswith("::")
         parts = receiver[:-2].split("::") if path else receiver.split(".")
