@@ -151,7 +151,7 @@ def idle(engine: Engine) -> float:
 def run_variant(engine: Engine, settings: Settings, use: Use, root: Path, variant: str) -> Run:
     """Steps 1-4 (the module's docstring) with kvShift on (`swap`) or off (`exact`)."""
     engine.update_settings(settings.model_copy(update={"kv_shift": variant == "swap"}))
-    engine.file_prefix.shift_blocks = variant == "swap"  # (off by default: measured here)
+    engine.parts.file_prefix.shift_blocks = variant == "swap"  # (off by default: measured here)
     path, tab = root.parent / use.path, root.parent / use.source
     uri, tab_uri = path.as_uri(), tab.as_uri()
     fresh(engine, [uri, tab_uri])
@@ -162,7 +162,7 @@ def run_variant(engine: Engine, settings: Settings, use: Use, root: Path, varian
         CompletionRequest("", whole, document_id=uri, file_name=path.name, language="python")
     )
     run = Run(variant, open_s=idle(engine))
-    fp = engine.file_prefix
+    fp = engine.parts.file_prefix
     run.block_before, before = fp.memory()["block_tokens"], fp.report()
     engine.document_changed(tab_uri, tab.read_text(encoding="utf-8"))
     run.swap_s = idle(engine)
@@ -301,7 +301,7 @@ def main() -> None:
     found = {name: uses(root) for name, root in roots.items()}
     engine, extra = loaded_engine(args)
     settings = engine.settings
-    prompts = engine.prompt_builder
+    prompts = engine.parts.prompt_builder
     tokens = reach(settings, prompts.target.n_ctx)
     texts: dict[str, str] = {}
 
@@ -318,7 +318,7 @@ def main() -> None:
         f"packages: {', '.join(eligible(found))}; {len(chosen)} lines chosen"
         + ("" if args.anywhere else f" (at most {tokens} tokens above them)")
     )
-    model = engine.models.target.info.path
+    model = engine.parts.models.target.info.path
     try:
         results = ask_all(engine, settings, chosen, roots)
     finally:

@@ -163,7 +163,7 @@ class Readiness:
     async def _poll(self) -> None:
         engine = self.server.engine
         while self.seconds is None:
-            if engine.file_prefix.document == self.uri and block_in_kv(
+            if engine.parts.file_prefix.document == self.uri and block_in_kv(
                 engine.memory()["file_prefix"]
             ):
                 self.seconds = time.perf_counter() - self.opened
@@ -475,7 +475,7 @@ def main() -> None:
         + f"; at least {MIN_USES}: {', '.join(eligible(found))}; {len(chosen)} chosen"
     )
     engine, extra = loaded_engine(args)
-    model = engine.models.target.info.path
+    model = engine.parts.models.target.info.path
     budgets = (
         list(GUIDE)
         if args.guide

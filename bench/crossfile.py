@@ -447,7 +447,7 @@ def cold(engine: Engine) -> None:
     """Nothing of the last ask left in the models' KV: each spec-lsp ask comes to a file the
     server has not seen (as the first variant would, else the others find its prompt there)."""
     if engine.ready and engine.settings.engine == "local":
-        loaded = engine.models
+        loaded = engine.parts.models
         loaded.target.truncate(0)
         if loaded.draft is not None:
             loaded.draft.truncate(0)

@@ -86,7 +86,7 @@ def candidate_lines(lines: list[str]) -> list[int]:
 
 def complete(engine: Engine, tokens: list[int]) -> str:
     """The engine's target completing `tokens` greedily, to the end of the line."""
-    loaded = engine.models
+    loaded = engine.parts.models
     target = loaded.target
     out = greedy(target, tokens, 40, loaded.stop_ids, lambda out: "\n" in detokenize(target, out))
     return detokenize(target, out).split("\n")[0].strip()
@@ -121,14 +121,14 @@ def main() -> None:
         )
     )
     engine.load()
-    loaded = engine.models
+    loaded = engine.parts.models
     target, template = loaded.target, loaded.template
     count = lambda text: len(target.tokenize(text))  # noqa: E731
     layouts = ["psm", "split"] + (["file_prefix"] if args.file_prefix else [])
     layouts = ["file_prefix", "context"] if args.context else layouts
     scores = dict.fromkeys(layouts, 0)
     seconds: dict[str, list[float]] = {layout: [] for layout in layouts}
-    prompts = engine.prompt_builder
+    prompts = engine.parts.prompt_builder
     assert prompts is not None
     for n, (name, prefix, suffix, expected) in enumerate(named_tasks(args.tasks), 1):
         # both layouts get the same window; the indentation is left to the model (token healing)
@@ -191,7 +191,7 @@ def file_prefix_tokens(
     from spec_lsp.engine import CompletionRequest
     from spec_lsp.engine.toolkit import FilePrefix, choose_anchor
 
-    loaded, prompts = engine.models, engine.prompt_builder
+    loaded, prompts = engine.parts.models, engine.parts.prompt_builder
     assert loaded is not None and prompts is not None
     request = CompletionRequest(prefix, suffix, file_name=name)
     settings = engine.settings
@@ -206,11 +206,11 @@ def file_prefix_tokens(
 def context_block(
     prefix: str, suffix: str, name: str, anchor: int, tabs: int, budget: int, engine: Engine
 ) -> Block | None:
-    """The block the engine's context stage chooses at the cursor (as the in-process stage
+    """The block the engine's context provider chooses at the cursor (as the in-process stage
     asks it), the modules the file imports open in tabs (closed again after)."""
     from bench.places import imported_modules, stdlib
 
-    prompts, stage = engine.prompt_builder, engine.context
+    prompts, stage = engine.parts.prompt_builder, engine.parts.context
     assert prompts is not None
     text, uri = prefix + suffix, f"file:///bench/{name}"
     tabs_open = [f"file:///bench/{m}" for m in imported_modules(text, tabs)]

@@ -133,7 +133,7 @@ def ask(
     """Each place asked once (Automatic), with what the gate would read of the answer;
     `guided`: the module open with the place's text and analysed first (the guide at work)."""
     engine = gate_replay.loaded(settings)
-    engine.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
+    engine.parts.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
     asked = []
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     try:
@@ -141,7 +141,7 @@ def ask(
             document = (stdlib / place["module"]).as_uri() if guided else ""
             if guided:
                 engine.document_changed(document, place["prefix"] + place["suffix"])
-                engine.analyses.wait(document, 120)
+                engine.parts.analyses.wait(document, 120)
             request = CompletionRequest(
                 prefix=place["prefix"],
                 suffix=place["suffix"],
@@ -453,7 +453,7 @@ def model_path(settings: Settings) -> str:
     engine = build_engine(settings)
     engine.load()
     try:
-        return engine.models.target.info.path
+        return engine.parts.models.target.info.path
     finally:
         engine.close()
 

@@ -40,7 +40,7 @@ def loaded(settings: Settings, backend: str = "llama") -> Engine:
     stored for its model (none yet: the bench is what fits them)."""
     engine = build_engine(settings, backend=backend)
     engine.load()
-    engine.gate = engine.gate or confidence.SHIPPED
+    engine.parts.set_gate(engine.gate or confidence.SHIPPED)
     return engine
 
 

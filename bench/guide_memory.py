@@ -70,10 +70,10 @@ def one_round(engine: Engine, paths: list[Path]) -> list[dict[str, Any]]:
         uri = path.as_uri()
         started = time.perf_counter()
         engine.document_changed(uri, path.read_text(encoding="utf-8"))
-        while engine.analyses.table(uri) is None and time.perf_counter() - started < 300:
+        while engine.parts.analyses.table(uri) is None and time.perf_counter() - started < 300:
             time.sleep(0.02)
         first = time.perf_counter() - started  # (a partial table: the receivers at the end)
-        done = engine.analyses.wait(uri, 300)
+        done = engine.parts.analyses.wait(uri, 300)
         rows.append(
             {
                 "file": path.name,

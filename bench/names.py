@@ -62,9 +62,17 @@ import numpy as np
 from bench.common import LESS_KNOWN, ROOT, geomean, log, read_results
 from bench.places import Plain, engine_options, loaded_engine, machine, report, with_plain
 from spec_lsp.engine import CancelToken, CompletionRequest, Engine
-from spec_lsp.prompts.guide import analysis, scopes, trigger
-from spec_lsp.prompts.guide.monitor import DEFINING, Monitor
-from spec_lsp.prompts.guide.names import NameTokens
+from spec_lsp.engine.toolkit import (
+    DEFINING,
+    Monitor,
+    NameTokens,
+    key_of,
+    scopes,
+    trigger,
+)
+from spec_lsp.engine.toolkit import (
+    python_analysis as analysis,
+)
 
 STDLIB = (
     "argparse.py",
@@ -383,7 +391,7 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     and the analysis's seconds; None where it does not resolve."""
     set_variant(engine, "on")
     uri = Path(case.path).as_uri()
-    analyses = engine.analyses
+    analyses = engine.parts.analyses
     analyses.asked_at(uri, case.line)  # (where the person writes: analysed first)
     engine.document_changed(uri, case.document)
     if not analyses.wait(uri, 120):
@@ -400,7 +408,7 @@ def receiver_key(case: Case) -> str:
     import the package's (its submodules)."""
     point = trigger.find(case.cut[case.cut.rfind("\n") + 1 :])
     if case.path.endswith(".py") and point is not None and point.kind == "module":
-        return analysis.key_of(point.kind, point.receiver)
+        return key_of(point.kind, point.receiver)
     return case.receiver
 
 
@@ -623,7 +631,7 @@ def measure(
         pair = (plain, plain_index(plain))
     else:
         engine, extra = loaded_engine(args)
-    engine.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
+    engine.parts.analyses.analyser.max_receivers = 12  # (the cursor's receiver comes first)
     rows: list[dict[str, Any]] = []
     timed: list[Case] = []
     started = time.perf_counter()
@@ -656,7 +664,7 @@ def measure(
                 + ", ".join(f"{v}={rows[-1][v]['text']!r}" for v in variants)
             )
     fast = speed(engine, timed[: args.speed]) if args.speed else None
-    title = machine(engine.models.target.info.path)
+    title = machine(engine.parts.models.target.info.path)
     head = (
         f"# Next identifier at dereferences: {title}\n\n`{command}"
         f"{' --per-file ' + str(args.per_file) if args.per_file != default_per_file else ''}"

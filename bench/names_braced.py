@@ -1,7 +1,7 @@
 """Next-identifier match at dereferences in TypeScript, Go, Rust and Java: the guide on and off.
 
 bench/names.py's measure for the brace languages (the analysis: tree-sitter's, through
-spec_lsp/prompts/guide/structural.py). Cases by rule, from code no one here wrote, fetched
+spec_lsp/engine/guide/braced/structural.py). Cases by rule, from code no one here wrote, fetched
 with the registries' own clients into `--sources` (npm: `npm pack`; Debian: `apt-get download`,
 then `dpkg -x`; BeanShell's Java sources are a tarball inside its package, OpenJFX's a zip): in each file below,
 every `receiver.` (`receiver::` in Rust) that the monitor's trigger reads as a dereference (a
@@ -24,8 +24,7 @@ from pathlib import Path
 
 from bench.common import ROOT, log
 from bench.names import SKIP_LINES, Case, measure, options, rendered_again
-from spec_lsp.prompts.guide import trigger
-from spec_lsp.prompts.guide.monitor import open_span
+from spec_lsp.engine.toolkit import open_span, trigger
 
 RESULTS = ROOT / "bench" / "results"
 NPM = ("@tanstack/query-core@5.108.4", "rxjs@7.8.2", "mobx@7.1.3")

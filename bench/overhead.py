@@ -120,7 +120,7 @@ def main() -> int:
     engine.load()
     engine.ensure_profile()
     llm = plain_llama(
-        engine.models.target.info.path, n_ctx=4096, threads=args.threads, prompt_lookup=False
+        engine.parts.models.target.info.path, n_ctx=4096, threads=args.threads, prompt_lookup=False
     )
     rng = random.Random(args.seed)
     sides = {"none": Side(), "ngram": Side(), PLAIN: Side()}
@@ -131,7 +131,7 @@ def main() -> int:
             request = CompletionRequest(
                 prefix, suffix, document_id=str(path), language="python", max_tokens=args.tokens
             )
-            prompt = engine.prompt_tokens(request)
+            prompt = engine.parts.prompt_tokens(request)
             tokens = ours(engine, request, "none", Side())  # warm: the prompt in both caches
             if tokens < MIN_TOKENS:  # (a line ended at once: no decoding to speak of)
                 continue

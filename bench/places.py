@@ -115,7 +115,7 @@ class Plain:
     create_completion, greedy, stopping at the end of the line."""
 
     def __init__(self, engine: Engine, path: str, settings: Settings) -> None:
-        self.template = engine.models.template
+        self.template = engine.parts.models.template
         self.settings = settings
         self.model_path = path
         self.llm = plain_llama(
@@ -463,7 +463,7 @@ def with_plain(args: argparse.Namespace) -> tuple[Engine, Plain, dict[str, Any]]
     """The engine `engine_options` name, loaded; plain llama-cpp-python on its model; the
     settings given (for the report)."""
     engine, extra = loaded_engine(args)
-    return engine, Plain(engine, engine.models.target.info.path, engine.settings), extra
+    return engine, Plain(engine, engine.parts.models.target.info.path, engine.settings), extra
 
 
 def loaded_engine(args: argparse.Namespace) -> tuple[Engine, dict[str, Any]]:

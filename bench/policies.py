@@ -110,10 +110,12 @@ def _policies(
     yield AGAIN, None
     for k in FIXED_KS:
         yield f"fixed-{k}", FixedPolicy(k)
-    assert engine.cost_profile is not None
+    assert engine.parts.cost_profile is not None
     yield (
         "adaptive",
-        AdaptivePolicy(engine.cost_profile, estimate=estimate, draft_max=engine.settings.draft_max),
+        AdaptivePolicy(
+            engine.parts.cost_profile, estimate=estimate, draft_max=engine.settings.draft_max
+        ),
     )
 
 
@@ -125,7 +127,7 @@ def _bench_pair(
     reps: int,
     max_reps: int,
 ) -> list[Run]:
-    loaded = engine.models
+    loaded = engine.parts.models
     drafter: Drafter = NgramDrafter()
     if label != "ngram":
         assert loaded.draft is not None
@@ -134,7 +136,7 @@ def _bench_pair(
     for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
         for index, (prefix, suffix) in enumerate(items):
             request = CompletionRequest(prefix=prefix, suffix=suffix, language="python")
-            prompt = engine.prompt_tokens(request)
+            prompt = engine.parts.prompt_tokens(request)
             # like the engine's per-document memory: the estimate carries over between requests
             estimate = AcceptanceEstimate(prior_acceptance(temperature))
             warm_up(loaded.target, prompt)
@@ -179,7 +181,7 @@ def _bench_llama_cpp_python(
     """The same prompts through plain llama-cpp-python: create_completion, and with its
     LlamaPromptLookupDecoding draft (which needs logits_all=True)."""
     runs = []
-    loaded = engine.models
+    loaded = engine.parts.models
     for name, prompt_lookup in (("llama-cpp-python", False), ("llama-cpp-python+PLD", True)):
         llm = baseline.plain_llama(
             loaded.target.info.path,
@@ -189,7 +191,7 @@ def _bench_llama_cpp_python(
         )
         for (workload, items), temperature in itertools.product(prompts.items(), TEMPERATURES):
             for index, (prefix, suffix) in enumerate(items):
-                prompt = engine.prompt_tokens(CompletionRequest(prefix=prefix, suffix=suffix))
+                prompt = engine.parts.prompt_tokens(CompletionRequest(prefix=prefix, suffix=suffix))
                 tokens, seconds = baseline.timed_completion(
                     llm, prompt, max_tokens=max_tokens, temperature=temperature
                 )

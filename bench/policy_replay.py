@@ -106,14 +106,14 @@ def collect(files: int, per_file: int, seed: int) -> dict[str, Any]:
     """The target's greedy output at the chosen places (the default model and settings)."""
     engine = build_engine(Settings().model_copy(update={"drafter": "ngram"}))
     engine.load()
-    target = engine.models.target
+    target = engine.parts.models.target
     profile = engine.ensure_profile()
     rng = random.Random(seed)
     result: dict[str, Any] = {"profile": profile.to_json(), "files": []}
     for path in rng.sample(stdlib_sources(), files):
         completions = []
         for prefix, suffix, line in places(path, per_file, rng):
-            prompt = engine.prompt_tokens(
+            prompt = engine.parts.prompt_tokens(
                 CompletionRequest(prefix=prefix, suffix=suffix, language="python")
             )
             out = greedy(target, prompt, TOKENS)
@@ -263,7 +263,7 @@ def timed(data: dict[str, Any], draft_model: str | None, per_file: int | None = 
     settings = Settings(drafter="model" if draft_model else "ngram", draft_model=draft_model)
     engine = build_engine(settings)
     engine.load()
-    loaded = engine.models
+    loaded = engine.parts.models
     target = loaded.target
     profile = engine.ensure_profile()
     # a lookup costs nothing to draft: its policy prices batches only (as the engine's
@@ -350,7 +350,7 @@ def draft_acceptance(data: dict[str, Any], draft_model: str) -> str:
     drafts for this target at T = 0, and the longest runs. One batch per completion."""
     engine = build_engine(Settings(drafter="model", draft_model=draft_model))
     engine.load()
-    draft = engine.models.draft
+    draft = engine.parts.models.draft
     assert draft is not None
     matches: list[bool] = []
     for item in data["files"]:

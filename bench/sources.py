@@ -48,13 +48,13 @@ from spec_lsp.engine.toolkit import (
     CostProfile,
     CrossVocabDrafter,
     DecodeJob,
+    DocumentsDrafter,
     Drafter,
     DraftPolicy,
     DraftRequest,
     FixedPolicy,
     NgramDrafter,
     OpenDocuments,
-    WorkspaceDrafter,
     calibrate,
     common_prefix_len,
     model_drafter,
@@ -119,7 +119,7 @@ def run(
     of the sources that drafted, and auto's, until known to PRECISION or `max_reps`)."""
     engine = build_engine(settings.model_copy(update={"drafter": "none"}))
     engine.load()
-    loaded = engine.models
+    loaded = engine.parts.models
     target = loaded.target
     profile = engine.ensure_profile()
     from spec_lsp.engine.toolkit import open_model
@@ -147,7 +147,7 @@ def run(
     for uri, text in OPEN_DOCUMENTS.items():
         index.update(uri, text)
     ngram = NgramDrafter()
-    workspace = WorkspaceDrafter(index, target, document_id=CURRENT)
+    workspace = DocumentsDrafter(index, target, document_id=CURRENT)
     runs: list[Run] = []
     reports: dict[tuple[str, float], dict[str, dict[str, float]]] = {}
     greedy: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
@@ -167,7 +167,7 @@ def run(
             index.update(CURRENT, prefix + suffix)
             workspace.cursor = len(prefix)
             request = CompletionRequest(prefix=prefix, suffix=suffix, language="python")
-            prompt = engine.prompt_tokens(request)
+            prompt = engine.parts.prompt_tokens(request)
             warm_up(target, prompt)
             made_here: list[Run] = []
             for rep in itertools.count():
@@ -263,7 +263,7 @@ def _pick_source(
 def _offline_acceptance(
     greedy: dict[tuple[str, int], tuple[list[int], list[int]]],
     sources: dict[str, Drafter],
-    workspace: WorkspaceDrafter,
+    workspace: DocumentsDrafter,
     index: OpenDocuments,
     prompts: dict[str, list[tuple[str, str]]],
 ) -> dict[str, dict[str, dict[str, float]]]:

@@ -2,7 +2,7 @@
 
 A grammar is a wheel of its own (tree-sitter-python, ...): nothing is downloaded at run time; a
 missing one means no tree for its files (no definitions, no guide), logged once. The context's
-definitions (engine/context/symbols.py) and the guide's members (prompts/guide) read them.
+definitions (engine/context/symbols.py) and the guide's members (engine/guide) read them.
 """
 
 from __future__ import annotations

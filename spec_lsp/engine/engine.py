@@ -11,7 +11,7 @@ answer) and remembers it.
 Each stage owns its state: the stores kept per document whatever stage completes (`stores.py`,
 where the editor's document events fan out to them), the context (`context/`), the models and
 the file prefix (the in-process stage's). Idle work is one
-step (`idle_step`): the context stage parses what changed, then the completing stage takes its
+step (`idle_step`): the context provider parses what changed, then the completing stage takes its
 next piece (the file prefix, a block to choose, a place to prewarm).
 """
 
@@ -24,19 +24,16 @@ from typing import Any
 
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer, begin
-from spec_lsp.engine.context.analyses import Analyses
-from spec_lsp.engine.context.stage import ContextStage
-from spec_lsp.engine.drafters.open_documents import OpenDocuments
+from spec_lsp.engine.context.provider import ContextProvider
 from spec_lsp.engine.finishing import gate_weights
 from spec_lsp.engine.finishing.confidence import GateModel
 from spec_lsp.engine.finishing.postprocess import Shaping
-from spec_lsp.engine.local.file_prefix import FilePrefix
-from spec_lsp.engine.local.prompt_tokens import PromptBuilder
 from spec_lsp.engine.local.stage import LocalStage
+from spec_lsp.engine.parts import Parts
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.remote.stage import RemoteStage
 from spec_lsp.engine.stage import CompletingStage, NotLoaded
-from spec_lsp.engine.startup.loading import Loaded
+from spec_lsp.engine.startup.loading import models_change
 from spec_lsp.engine.stats import EngineTotals
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import (
@@ -50,18 +47,6 @@ from spec_lsp.engine.types import (
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
-MODEL_KEYS = ("model", "context_size", "threads", "gpu_layers", "fim_template")
-REMOTE_KEYS = (
-    "remote_url",
-    "remote_model",
-    "remote_api_key_env",
-    "remote_connect_timeout_ms",
-    "remote_timeout_ms",
-    "remote_allow_http",
-    "remote_ca_file",
-    "remote_api",
-    "fim_template",
-)
 
 
 class Engine:
@@ -76,11 +61,12 @@ class Engine:
         # called from another thread when idle work appears unasked (a workspace read): the
         # server's scheduler sets it to start its idle work
         self.on_idle_work: Callable[[], None] = lambda: None
-        context = ContextStage(
+        context = ContextProvider(
             notify=lambda message: self.notify(message), changed=lambda: self.on_idle_work()
         )
         self.stores = Stores(context)
         self.stores.analyses.set_enabled(settings.guide and settings.engine == "local")
+        self.parts = Parts(lambda: self.stage, self.stores)  # the in-process parts, for tools
 
     # -- lifecycle -----------------------------------------------------------------------------
     @property
@@ -98,30 +84,10 @@ class Engine:
         the default model; None: none fitted for it, the gate is off (gate_weights.py)."""
         return self.stage.gate
 
-    @gate.setter
-    def gate(self, weights: GateModel | None) -> None:
-        """Other weights for the gate (a tool fitting them; in process only)."""
-        self.local.gate = weights
-
     @property
     def gate_threshold(self) -> float:
         """The threshold in force: the setting's, or 0 where the model has no weights."""
         return self.settings.gate_threshold if self.stage.gate is not None else 0.0
-
-    @property
-    def local(self) -> LocalStage:
-        """The in-process stage (tools use models, prompt_builder, cost_profile instead)."""
-        stage = self.stage
-        if isinstance(stage, LocalStage):
-            return stage
-        if isinstance(stage, NotLoaded):
-            raise EngineError("the model is not loaded yet")
-        raise EngineError("the model is on the server (engine 'remote'): no local tokens")
-
-    @property
-    def open_documents(self) -> OpenDocuments:
-        """The open documents (and accepted completions) the drafters look text up in."""
-        return self.stores.sources.open_documents
 
     def load(self, progress: Progress | None = None) -> None:
         """Load (or reload) the models named by the settings. Raises EngineError with the fix."""
@@ -148,16 +114,7 @@ class Engine:
     def update_settings(self, settings: Settings) -> None:
         """Apply new settings; reload models only when the ones in use change."""
         old = self.settings
-        keys = REMOTE_KEYS if settings.engine == "remote" else MODEL_KEYS
-        reload = (
-            settings.engine != old.engine
-            or any(getattr(settings, k) != getattr(old, k) for k in keys)
-            or (
-                settings.engine == "local"
-                and (settings.drafter == "model" or old.drafter == "model")
-                and (settings.drafter, settings.draft_model) != (old.drafter, old.draft_model)
-            )
-        )
+        reload = models_change(old, settings)
         bounds = ("workspace_max_files", "workspace_max_mb")
         rescan = any(getattr(settings, k) != getattr(old, k) for k in bounds)
         self.settings = settings
@@ -259,7 +216,7 @@ class Engine:
         stats = DecodeStats(drafter=self.settings.drafter, cache=how, engine=self.settings.engine)
         stats.token_logprobs = list(logprobs)
         self.totals.record(stats)
-        self.stores.sources.shown(request, text)
+        self.stores.drafting.shown(request, text)
         return Completion(text=text, stats=stats, raw_text=raw, typed=typed)
 
     def extends_in_flight(self, request: CompletionRequest) -> bool:
@@ -306,7 +263,7 @@ class Engine:
             self.stores.suggestions.put(request, text, raw, answer.stats.token_logprobs)
         if answer.kind != "precompute":  # shown to the person (a precomputed one when asked)
             sent = answer.first.sent
-            self.stores.sources.shown(request, sent if sent is not None else text)
+            self.stores.drafting.shown(request, sent if sent is not None else text)
         return Completion(text=text, stats=answer.stats, raw_text=raw)
 
     # -- idle time -------------------------------------------------------------------------------
@@ -339,7 +296,7 @@ class Engine:
         return self.stage.block_pending
 
     def idle_step(self, cancel: CancelToken) -> int:
-        """Idle time: the context stage parses what changed, then the completing stage takes
+        """Idle time: the context provider parses what changed, then the completing stage takes
         its next piece, until done or cancelled (any request). Returns the tokens evaluated."""
         if not self.idle_work:
             return 0
@@ -352,10 +309,10 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         data = self.totals.snapshot()
         data.update(self.stage.report())
-        sources = self.stores.sources.report()
+        sources = self.stores.drafting.report()
         if sources is not None:
             data["draft_sources"] = sources
-        data["workspace_documents"] = len(self.open_documents.documents())
+        data["workspace_documents"] = len(self.stores.drafting.open_documents.documents())
         # what drafting really yielded over plain rounds, per source and strength bucket
         data["realized_yield"] = self.stores.ledger.report()
         for source, saved in self.stores.ledger.saved_by_source().items():
@@ -370,43 +327,7 @@ class Engine:
         """What each store holds and its bound (read on any thread: sizes only)."""
         return {**self.stores.memory(), **self.stage.memory()}
 
-    # -- what tools build with (the benchmarks; spec_lsp.engine.toolkit has the parts) ------------
-    # In process only: each raises EngineError before load() and with engine 'remote'.
-    @property
-    def models(self) -> Loaded:
-        """The models loaded: the target, the draft model, the FIM template, the stop tokens."""
-        return self.local.loaded
-
-    @property
-    def prompt_builder(self) -> PromptBuilder:
-        """How a request becomes the prompt's tokens (window, template, context block)."""
-        return self.local.prompts
-
-    @property
-    def cost_profile(self) -> CostProfile | None:
-        """This machine's measured verify costs (None until measured or read from its cache:
-        ensure_profile)."""
-        return self.local.profile
-
-    @property
-    def file_prefix(self) -> FilePrefix:
-        """The document in focus's prefix kept in the KV cache (its anchor, its block)."""
-        return self.local.file_prefix
-
-    @property
-    def context(self) -> ContextStage:
-        """The open documents, the workspace, and the context block chosen for the focus."""
-        return self.stores.context
-
-    @property
-    def analyses(self) -> Analyses:
-        """The guide's: members per receiver (for tools)."""
-        return self.stores.analyses
-
-    def prompt_tokens(self, request: CompletionRequest) -> list[int]:
-        """The tokens of the prompt a request gets (no context block: the window only)."""
-        return self.local.prompt_tokens(request)
-
+    # -- for tools (the in-process parts: parts.py) ---------------------------------------------
     def ensure_profile(self, *, remeasure: bool = False) -> CostProfile:
         """Measure this machine's costs unless a cached profile exists (seconds; worker thread)."""
         return self.stage.ensure_profile(remeasure=remeasure)

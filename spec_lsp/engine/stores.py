@@ -16,17 +16,17 @@ from spec_lsp.engine.cache.continuations import Continuations
 from spec_lsp.engine.cache.in_flight import InFlight
 from spec_lsp.engine.cache.states import StatePool
 from spec_lsp.engine.cache.suggestions import SuggestionCache
-from spec_lsp.engine.context.analyses import Analyses
-from spec_lsp.engine.context.stage import ContextStage
-from spec_lsp.engine.drafters.sources import DraftSources
+from spec_lsp.engine.context.provider import ContextProvider
+from spec_lsp.engine.drafters.drafting import Drafting
+from spec_lsp.engine.guide.analyses import Analyses
 from spec_lsp.engine.policy.estimate import PolicyBook
 from spec_lsp.engine.policy.realized import RealizedYield
 
 
 @dataclass
 class Stores:
-    context: ContextStage  # other files' parts, the block chosen from them
-    sources: DraftSources = field(default_factory=DraftSources)  # the drafter, open documents
+    context: ContextProvider  # other files' parts, the block chosen from them
+    drafting: Drafting = field(default_factory=Drafting)  # the drafter, open documents
     book: PolicyBook = field(default_factory=PolicyBook)  # acceptance per document
     # what drafting really yields on this machine, per source and match strength
     ledger: RealizedYield = field(default_factory=RealizedYield)
@@ -39,14 +39,14 @@ class Stores:
     def document_changed(self, document_id: str, text: str, *, focus: str) -> None:
         """A document's text after an edit (or at open); the editor's thread. `focus`: the
         document the completing stage keeps in view (its file prefix's; "" none)."""
-        self.sources.document_changed(document_id, text)
+        self.drafting.document_changed(document_id, text)
         self.context.document_changed(document_id, text, focus=focus)
         self.analyses.document_changed(document_id, text)
 
     def document_closed(self, document_id: str) -> None:
         """Every store releases what it held for the document (the engine's thread)."""
-        self.sources.document_closed(document_id)  # its shown suggestion, auto's estimates
-        self.sources.catch_up()  # its entry among the open documents
+        self.drafting.document_closed(document_id)  # its shown suggestion, auto's estimates
+        self.drafting.catch_up()  # its entry among the open documents
         self.book.forget(document_id)
         self.suggestions.forget(document_id)
         self.states.forget(document_id)
@@ -61,11 +61,11 @@ class Stores:
         self.suggestions.clear()
         self.states.clear()
         self.continuations.clear()
-        self.sources.forget()
+        self.drafting.forget()
 
     def memory(self) -> dict[str, Any]:
         """What each store holds and its bound (read on any thread: sizes only)."""
-        sources = self.sources.memory()
+        sources = self.drafting.memory()
         return {
             "saved_states": self.states.memory(),
             "suggestions": self.suggestions.memory(),

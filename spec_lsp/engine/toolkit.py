@@ -2,20 +2,24 @@
 one place. The rest of the engine's insides may change without breaking them.
 
 A tool holds an `Engine` (spec_lsp.engine: `build_engine(settings)`, `load()`,
-`complete(request, cancel)`, `stats()`, and, in process, `models`, `prompt_builder`,
-`cost_profile`/`ensure_profile()`, `file_prefix`, `context`) and composes, from here:
+`complete(request, cancel)`, `stats()`, `ensure_profile()`, and its parts: `engine.parts.models`,
+`.prompt_builder`, `.cost_profile`, `.file_prefix`, `.context`, `.analyses`: parts.py) and
+composes, from here:
 
 - the decode loop with a given drafter and policy: `DecodeJob`, `generate`; one round's draft
   and the scoring of unverified proposals (`draft_round`, `score_shadows`, `Shadows`), for
   replaying the loop's decisions;
 - drafters: the `Drafter` protocol, `DraftRequest` and `Draft`, `NgramDrafter`, `ModelDrafter`,
-  `CrossVocabDrafter`, `WorkspaceDrafter` over `OpenDocuments`, `AutoDrafter`, `model_drafter`;
+  `CrossVocabDrafter`, `DocumentsDrafter` over `OpenDocuments`, `AutoDrafter`, `model_drafter`;
 - policies and costs: `DraftPolicy`, `AdaptivePolicy`, `FixedPolicy`, `CostProfile`,
   `AcceptanceEstimate`, `prior_acceptance`, `calibrate` (measuring a drafter, `PROFILE_TEXT`);
 - models: `ModelBackend`, `open_model`, `llama_model` (our llama.cpp backend), `DEFAULT_TARGET`,
   `default_path`, `sync`, `detokenize`, `common_prefix_len`;
 - prompts: `split_for_typing`, `FilePrefix`, `choose_anchor`, `Block`;
-- the gate: `confidence`.
+- the gate: `confidence`;
+- the guide: the trigger points and scopes (`trigger`, `scopes`), Jedi's analysis
+  (`python_analysis`), the table's keys (`key_of`), the `Monitor` (`DEFINING`, `open_span`) and
+  the vocabulary's trie (`NameTokens`).
 """
 
 from __future__ import annotations
@@ -34,14 +38,19 @@ from spec_lsp.engine.decode.speculative import (
 from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.drafters.sources import model_drafter
 from spec_lsp.engine.drafters.suffix import after_cursor
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
+from spec_lsp.engine.drafters.table import model_drafter
 from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.finishing.confidence import GateModel
+from spec_lsp.engine.guide import scopes, trigger
+from spec_lsp.engine.guide.monitor import DEFINING, Monitor, open_span
+from spec_lsp.engine.guide.python import analysis as python_analysis
+from spec_lsp.engine.guide.table import key_of
+from spec_lsp.engine.guide.vocabulary import NameTokens
 from spec_lsp.engine.local.file_prefix import FilePrefix, choose_anchor
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy, DraftPolicy, FixedPolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, prior_acceptance, strength_bucket
@@ -66,6 +75,14 @@ def llama_model(path: str, *, n_ctx: int, threads: int | None, gpu_layers: int =
 
 
 __all__ = [
+    "DEFINING",
+    "Monitor",
+    "NameTokens",
+    "key_of",
+    "open_span",
+    "python_analysis",
+    "scopes",
+    "trigger",
     "AcceptanceEstimate",
     "AdaptivePolicy",
     "AutoDrafter",
@@ -88,7 +105,7 @@ __all__ = [
     "PROFILE_TEXT",
     "RealizedYield",
     "Shadows",
-    "WorkspaceDrafter",
+    "DocumentsDrafter",
     "add_by_source",
     "after_cursor",
     "calibrate",

@@ -74,7 +74,7 @@ def settle_soon(delay_s: float = 1.0) -> None:
     """Once closes stop arriving for `delay_s`: a full garbage collection (it also empties the
     interpreter's free lists, which pin partly used arenas), then the freed pages back. Closing
     200 large documents left resident memory ~20 MB higher without it, a different amount each
-    time (measured on the context stage alone)."""
+    time (measured on the context provider alone)."""
     global _settle_timer
     with _settle_lock:
         if _settle_timer is not None:

@@ -7,7 +7,7 @@ A suggestion's way to the screen, in order; each step names the module that does
    model call: the rest of a suggestion typed through (`typed_through`, engine.peek), the
    running generation's complete lines (`in_flight`, engine.from_in_flight). Otherwise the
    model generates (`none`): the speculative loop in process, or a server.
-2. The shaping (engine/postprocess.Shaping): the model's text cut to what fits the place (one
+2. The shaping (engine/finishing/postprocess.Shaping): the model's text cut to what fits the place (one
    line or a block, the suffix's overlap removed, indentation, stop rules). Empty: nothing.
 3. The first-answer cut (engine/finishing/first_answer.py): a multi-line suggestion is answered at its
    first complete line while the rest generates into the cache; an Automatic one whose budget
@@ -21,7 +21,7 @@ A suggestion's way to the screen, in order; each step names the module that does
    - `on_screen`: the rest of the suggestion on screen that the person types along, or it again
      where it stands (acceptance.continues; the rest may have grown: an early answer's next
      lines): shown, not gated again, so that it never vanishes under the person's keys;
-   - `confident` / `hidden`: an Automatic answer is gated (engine/confidence.gate: the chance
+   - `confident` / `hidden`: an Automatic answer is gated (engine/finishing/confidence.gate: the chance
      the model gives its first line against `gateThreshold`, with the weights fitted for the
      model in use; `gate_off` when the threshold is 0 or the model has none), whole or nothing.
 5. The follow-on work (`Verdict.precompute`, `Verdict.stop_rest`): a shown suggestion's next one

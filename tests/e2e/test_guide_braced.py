@@ -15,7 +15,7 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from spec_lsp.prompts.guide.resolve import OBJECT_JS
+from spec_lsp.engine.guide.braced.resolve import OBJECT_JS
 from tests.e2e.conftest import open_doc, server_config, stats
 from tests.e2e.test_context import begin
 from tests.e2e.test_guide import analysed, complete_at_end, first_name

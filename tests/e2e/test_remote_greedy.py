@@ -53,14 +53,14 @@ def test_smollm2_same_prompt_same_greedy_text(smollm2_path):
     try:
         local.load()
         remote.load()
-        assert local.local.loaded is not None and remote.stage.remote is not None
-        target = local.local.loaded.target
+        assert local.parts.local.loaded is not None and remote.stage.remote is not None
+        target = local.parts.local.loaded.target
         for prompt in PROMPTS:
             tokens = target.tokenize(prompt, special=True)
             if target.info.add_bos and "bos" in target.info.special:
                 tokens.insert(0, target.info.special["bos"])
             job = DecodeJob(
-                tokens, 24, SamplingParams(), local.local.loaded.stop_ids, lambda _: False
+                tokens, 24, SamplingParams(), local.parts.local.loaded.stop_ids, lambda _: False
             )
             out = generate(
                 target,

@@ -114,13 +114,13 @@ def test_budgets_far_larger_than_the_context_are_trimmed_too(smollm2_path):
     try:
         asked = request(PROGRAM + "def g", PROGRAM)
         stats = engine.complete(asked, CancelToken()).stats
-        target = engine.local.loaded.target  # type: ignore[union-attr]
+        target = engine.parts.local.loaded.target  # type: ignore[union-attr]
         room = target.n_ctx - asked.max_tokens  # what the prompt may take, the answer aside
         assert stats.prompt_tokens_evaluated == stats.prompt_tokens  # (no cache: all of it)
         assert room // 2 < stats.prompt_tokens <= room
         assert stats.prompt_tokens < len(target.tokenize(PROGRAM)) // 10  # trimmed, not whole
         assert stats.tokens > 0  # and the model wrote after it
-        window = detokenize(target, engine.prompt_tokens(asked))
+        window = detokenize(target, engine.parts.prompt_tokens(asked))
         assert window.endswith("def f399(x):\n    return x + 399\n\n\ndef g")
         assert "def f300(" not in window  # the far end of the document is left out
     finally:
@@ -228,7 +228,7 @@ def test_chat_templates_in_the_model_are_never_rendered(smollm2_path, monkeypatc
     engine = build_engine(Settings(model=str(smollm2_path), drafter="ngram", context_size=512))
     engine.load()
     try:
-        llm = engine.local.loaded.target._llm  # type: ignore[union-attr]
+        llm = engine.parts.local.loaded.target._llm  # type: ignore[union-attr]
         assert "tokenizer.chat_template" in llm.metadata  # the template is there to render
         assert engine.complete(request("def add(a, b):\n"), CancelToken()).text is not None
     finally:

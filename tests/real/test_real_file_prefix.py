@@ -48,11 +48,11 @@ def test_the_snapshot_holds_the_kv_of_the_text(smollm2_path):
     while engine.idle_work:
         engine.idle_step(CancelToken())
     assert engine.memory()["file_prefix"]["tokens"] > 600
-    loaded = engine.local.loaded
+    loaded = engine.parts.local.loaded
     later = at(text, 175)
-    prompt = engine.local.prompt(later)
+    prompt = engine.parts.local.prompt(later)
     assert prompt.anchored
-    assert engine.local.prepare_caches(URI, prompt) == "file_prefix"
+    assert engine.parts.local.prepare_caches(URI, prompt) == "file_prefix"
     warm, evaluated = sync(loaded.target, prompt.tokens)
     assert evaluated < len(prompt.tokens) / 3
     loaded.target.truncate(0)

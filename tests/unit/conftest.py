@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from spec_lsp.engine.context.analyses import Analyses
+from spec_lsp.engine.guide.analyses import Analyses
 
 
 @pytest.fixture(autouse=True)

@@ -176,7 +176,7 @@ def test_a_model_that_cannot_pay_is_never_tried():
     auto = AutoDrafter(
         [Synthetic("lookup", "silent")], model=model, profile=gpu_like(), clock=clock
     )
-    auto.sources[-1].seconds_per_step = 1.0  # measured: a second per draft token
+    auto.candidates[-1].seconds_per_step = 1.0  # measured: a second per draft token
     run([3, 1], auto)
     assert auto.report()["model"]["chosen"] == 0
 
@@ -197,7 +197,7 @@ def test_a_costly_try_waits_until_it_is_a_small_share_of_decoding():
         clock = Clock()
         model = Synthetic("model", "wrong", clock=clock, step=0.01)
         auto = AutoDrafter([], model=model, profile=gpu_like(), clock=clock)
-        auto.sources[-1].probe_seconds = probe_seconds
+        auto.candidates[-1].probe_seconds = probe_seconds
         run([7], auto, max_tokens=400)
         assert (model.calls > 0) is tried
 
@@ -263,7 +263,7 @@ def test_a_try_teaches_the_catch_up_rate_apart_from_the_cost_per_step():
     profile.catch_up_seconds_per_token = 0.0005  # as measured at startup (here: optimistic)
     auto = AutoDrafter([], model=model, profile=profile, clock=clock)
     run(list(range(20)), auto, max_tokens=800)
-    source = auto.sources[-1]
+    source = auto.candidates[-1]
     assert model.calls >= 2
     assert source.catch_up_rate == pytest.approx(0.002)
     assert source.seconds_per_step == pytest.approx(0.01, rel=0.05)  # (+ small re-syncs)
@@ -305,7 +305,7 @@ def test_a_proposal_not_chosen_is_scored_at_its_horizon_and_censored_there(monke
     assert call([9, 9, 1, 2, 7])["tested"] == 0  # 3 tokens committed: [1, 2, 3, 4] waits
     scored = call([9, 9, 1, 2, 7, 1])  # 4 committed: [1, 2, 3, 4] against [1, 2, 7, 1]
     assert (scored["tested"], scored["accepted"]) == (4, 2)
-    estimate = auto.sources[0].estimate
+    estimate = auto.candidates[0].estimate
     assert estimate is not None and estimate.failed[2] > 0 and estimate.passed[1] > 0
     # another generation (the context is not an extension): what waited is dropped
     assert call([5, 5, 5, 5, 5, 5, 5, 5])["tested"] == 4
@@ -316,7 +316,7 @@ def test_a_proposal_not_chosen_is_scored_at_its_horizon_and_censored_there(monke
     call([9, 9])
     scored = call([9, 9, 1, 2])
     assert (scored["tested"], scored["accepted"]) == (2, 2)
-    estimate = auto.sources[0].estimate
+    estimate = auto.candidates[0].estimate
     assert estimate is not None and estimate.failed[2] == 0.0
 
 
@@ -328,11 +328,11 @@ def test_a_model_that_declines_to_draft_is_learned_as_not_paying():
     auto = AutoDrafter(
         [Synthetic("lookup", "silent")], model=model, profile=gpu_like(), clock=clock
     )
-    auto.sources[-1].estimate = AcceptanceEstimate(0.9)  # as if it had been right elsewhere
+    auto.candidates[-1].estimate = AcceptanceEstimate(0.9)  # as if it had been right elsewhere
     _, stats = run([3, 1], auto, max_tokens=400)
     assert stats.rounds == 399 and stats.drafted == 0
     assert model.calls < 20  # (chosen on its estimate, it was called every round)
-    assert auto.sources[-1].estimate.alphas(1)[0] < 0.2
+    assert auto.candidates[-1].estimate.alphas(1)[0] < 0.2
 
 
 class Switch(Drafter):
@@ -367,5 +367,5 @@ def test_each_document_learns_its_own_sources():
     hot = DraftRequest([7, 8, 9], 6, SamplingParams(temperature=1.0), np.random.default_rng(0))
     auto.draft(hot)
     assert lookup.name in auto.report()
-    estimate = auto.sources[0].estimate
+    estimate = auto.candidates[0].estimate
     assert estimate is not None and estimate.value == pytest.approx(0.3)

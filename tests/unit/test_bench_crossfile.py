@@ -220,8 +220,8 @@ async def test_each_spec_lsp_ask_sees_its_variant_and_leaves_nothing_behind(
     prefix, suffix, _ = emptied((root / "client.py").read_text(), use.line)
     try:
         answer = await ask_spec(server, use, variant, root, prefix, suffix, read_s=0.1)
-        assert engine.local.loaded is not None
-        kept = engine.local.loaded.target.tokens  # in the KV after the ask
+        assert engine.parts.local.loaded is not None
+        kept = engine.parts.local.loaded.target.tokens  # in the KV after the ask
     finally:
         server.close()
     assert seen["open"] == sorted((tmp_path / p).as_uri() for p in open_at_ask)

@@ -20,9 +20,10 @@ from bench.names import (
     set_variant,
     split_files,
 )
-from spec_lsp.prompts.guide.analysis import Analyser, Members, Table
-from spec_lsp.prompts.guide.monitor import Monitor
-from spec_lsp.prompts.guide.names import NameTokens
+from spec_lsp.engine.guide.monitor import Monitor
+from spec_lsp.engine.guide.python.analysis import Analyser
+from spec_lsp.engine.guide.table import Members, Table
+from spec_lsp.engine.guide.vocabulary import NameTokens
 
 INIT = "class C:\n    def __init__(self, x):\n        self."
 USE = "class C:\n    def run(self):\n        return self."

@@ -26,7 +26,7 @@ def req(prefix: str, suffix: str = SUFFIX, doc: str = "file:///a.py") -> Complet
 
 
 def evaluated(engine) -> int:
-    return engine.local.loaded.target.evaluated
+    return engine.parts.local.loaded.target.evaluated
 
 
 def test_typed_through_is_answered_without_the_model(engine):
@@ -211,7 +211,9 @@ def test_a_complete_line_of_the_running_generation_answers_a_request_typed_into_
 def test_a_first_answer_tells_how_its_prompt_was_served(engine):
     """The answer the editor gets first (at the first complete line) says where its prompt came
     from, as the whole completion does (it said 'none' before the generation had ended)."""
-    engine.local.loaded.target.delay_s = 0.03  # decoding takes time: the first line is sent early
+    engine.parts.local.loaded.target.delay_s = (
+        0.03  # decoding takes time: the first line is sent early
+    )
     early: list[Completion] = []
     whole = engine.complete(req("class Po", ""), CancelToken(), reply=early.append)
     assert early, "no first answer before the generation ended"

@@ -20,7 +20,7 @@ def test_a_blocks_lines_are_tokenized_once_and_give_the_same_prompt() -> None:
     engine = build_engine(Settings(drafter="ngram", precompute=False), backend="fake")
     engine.load()
     try:
-        prompts, settings = engine.local.prompts, engine.settings
+        prompts, settings = engine.parts.local.prompts, engine.settings
         assert prompts is not None and prompts.texts.chunked
         asked: list[str] = []
         tokenize = prompts.target.tokenize

@@ -10,7 +10,7 @@ import pytest
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.drafters.auto import AutoDrafter
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
 
 # the fake model continues the corpus; a workspace document that holds it predicts it
 OTHER = (
@@ -51,20 +51,20 @@ def test_the_index_follows_changes_and_closes():
     engine.document_changed("file:///other.py", "x = 1\n")
     engine.document_changed("file:///other.py", OTHER)  # only the latest text is indexed
     complete(engine)
-    assert engine.open_documents.text("file:///other.py") == OTHER
+    assert engine.parts.open_documents.text("file:///other.py") == OTHER
     engine.document_closed("file:///other.py")
     assert complete(engine).stats.drafted == 0
-    assert "file:///other.py" not in engine.open_documents.documents()
+    assert "file:///other.py" not in engine.parts.open_documents.documents()
 
 
 def test_oversized_documents_are_not_indexed(monkeypatch):
-    from spec_lsp.engine.drafters import sources as choose
+    from spec_lsp.engine.drafters import drafting as choose
 
     monkeypatch.setattr(choose, "MAX_INDEXED_CHARS", 100)
     engine = engine_with("workspace")
     engine.document_changed("file:///other.py", OTHER)
     complete(engine)
-    assert "file:///other.py" not in engine.open_documents.documents()
+    assert "file:///other.py" not in engine.parts.open_documents.documents()
 
 
 def test_a_suggestion_accepted_whole_is_remembered_for_lookup():
@@ -72,7 +72,9 @@ def test_a_suggestion_accepted_whole_is_remembered_for_lookup():
     shown = complete(engine)
     assert shown.text
     complete(engine, prefix=PREFIX + shown.text)  # the user pressed Tab
-    remembered = [engine.open_documents.text(d) for d in engine.open_documents.documents()]
+    remembered = [
+        engine.parts.open_documents.text(d) for d in engine.parts.open_documents.documents()
+    ]
     assert shown.text in remembered
 
 
@@ -82,10 +84,10 @@ def test_the_cursor_position_itself_is_not_a_match():
     engine = engine_with("workspace")
     source = PREFIX + "        pass  # suffix\n"
     engine.document_changed("file:///mine.py", source)
-    drafter = engine.stores.sources.for_request(
+    drafter = engine.stores.drafting.for_request(
         CompletionRequest(PREFIX, "", "file:///mine.py"), None
     )
-    assert isinstance(drafter, WorkspaceDrafter)
+    assert isinstance(drafter, DocumentsDrafter)
     assert drafter.cursor == len(PREFIX) and drafter.document_id == "file:///mine.py"
 
 
@@ -98,7 +100,7 @@ def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
     for _ in range(3):
         result = complete(engine)
         assert result.text == plain.text
-    assert isinstance(engine.stores.sources.drafter, AutoDrafter)
+    assert isinstance(engine.stores.drafting.drafter, AutoDrafter)
     sources = engine.stats()["draft_sources"]
     assert {"ngram", "workspace", "model"} <= set(sources)
     if with_other:
@@ -109,16 +111,16 @@ def test_auto_reports_its_sources_and_picks_the_one_that_knows(with_other):
 def test_changing_the_drafter_setting_rebuilds_it():
     engine = engine_with("ngram")
     engine.update_settings(engine.settings.model_copy(update={"drafter": "auto"}))
-    assert isinstance(engine.stores.sources.drafter, AutoDrafter)
+    assert isinstance(engine.stores.drafting.drafter, AutoDrafter)
     engine.update_settings(engine.settings.model_copy(update={"drafter": "workspace"}))
-    assert isinstance(engine.stores.sources.drafter, WorkspaceDrafter)
+    assert isinstance(engine.stores.drafting.drafter, DocumentsDrafter)
 
 
 def test_auto_learns_each_document_apart():
     engine = engine_with("auto")
     complete(engine, document="file:///a.py")
     complete(engine, document="file:///b.py")
-    drafter = engine.stores.sources.drafter
+    drafter = engine.stores.drafting.drafter
     assert isinstance(drafter, AutoDrafter)
     learned = {}
     for document in ("file:///a.py", "file:///b.py"):
@@ -139,11 +141,13 @@ def test_a_precomputed_suggestion_is_not_an_accepted_one():
     shown = engine.complete(request, CancelToken())
     assert shown.text
     engine.precompute(request, shown, CancelToken())
-    assert engine.open_documents.memory()["accepted"] == 0
+    assert engine.parts.open_documents.memory()["accepted"] == 0
     after = replace(request, prefix=PREFIX + shown.text)
     assert engine.peek(after) is not None  # the precomputed answer, from the cache
-    assert engine.open_documents.memory()["accepted"] == 1
-    remembered = [engine.open_documents.text(d) for d in engine.open_documents.documents()]
+    assert engine.parts.open_documents.memory()["accepted"] == 1
+    remembered = [
+        engine.parts.open_documents.text(d) for d in engine.parts.open_documents.documents()
+    ]
     assert shown.text in remembered
 
 

@@ -85,10 +85,10 @@ def test_a_later_place_evaluates_only_what_follows_the_shared_prefix(engine):
 def test_the_anchored_prompt_starts_with_the_file_prefix(engine):
     engine.complete(at(101), CancelToken())
     grow(engine)
-    prompts = engine.local.prompts
-    prompt = engine.local.prompt(at(140))
-    assert prompt.anchored and prompt.first_line == engine.file_prefix.anchor
-    snapshot = engine.file_prefix.snapshot
+    prompts = engine.parts.local.prompts
+    prompt = engine.parts.local.prompt(at(140))
+    assert prompt.anchored and prompt.first_line == engine.parts.file_prefix.anchor
+    snapshot = engine.parts.file_prefix.snapshot
     assert common_prefix_len(snapshot.tokens, prompt.tokens) == prompt.head
     window = prompts.build(at(140), engine.settings)
     assert prompt.first_line <= window.first_line  # never less of the file than the window
@@ -110,7 +110,7 @@ def test_an_edit_keeps_what_comes_before_it(engine):
     engine.document_changed(URI, edited)
     assert engine.idle_work
     regrown = grow(engine)
-    anchor_offset = line_offset(TEXT, engine.file_prefix.anchor)
+    anchor_offset = line_offset(TEXT, engine.parts.file_prefix.anchor)
     assert 0 < regrown < held - (edit - anchor_offset) + 200  # from the edit on, not all again
     later = engine.complete(at(155, edited), CancelToken())
     assert later.stats.cache == "file_prefix"
@@ -119,16 +119,16 @@ def test_an_edit_keeps_what_comes_before_it(engine):
 def test_a_place_above_the_anchor_moves_it(engine):
     engine.complete(at(160), CancelToken())
     grow(engine)
-    anchor = engine.file_prefix.anchor
+    anchor = engine.parts.file_prefix.anchor
     assert anchor > 20
     engine.complete(at(12), CancelToken())
-    assert engine.file_prefix.anchor < anchor and engine.idle_work
+    assert engine.parts.file_prefix.anchor < anchor and engine.idle_work
 
 
 def test_a_request_stops_the_growth_between_chunks_and_keeps_what_was_done():
     engine = make()
     engine.complete(at(101), CancelToken())
-    engine.local.loaded.target.delay_s = 0.002  # a slow model: growing takes a while
+    engine.parts.local.loaded.target.delay_s = 0.002  # a slow model: growing takes a while
     cancel = CancelToken()
     done = threading.Event()
 
@@ -136,15 +136,15 @@ def test_a_request_stops_the_growth_between_chunks_and_keeps_what_was_done():
         engine.idle_step(cancel)
         done.set()
 
-    start = engine.local.loaded.target.evaluated
+    start = engine.parts.local.loaded.target.evaluated
     threading.Thread(target=run).start()
-    while engine.local.loaded.target.evaluated < start + 2_400:
+    while engine.parts.local.loaded.target.evaluated < start + 2_400:
         pass
     cancel.cancel("a request")
     assert done.wait(5)
     memory = engine.memory()["file_prefix"]
     assert memory["pending"] and 2_400 <= memory["tokens"] < 3_072  # kept, and more to do
-    engine.local.loaded.target.delay_s = 0.0
+    engine.parts.local.loaded.target.delay_s = 0.0
     later = engine.complete(at(122), CancelToken())
     assert later.stats.cache == "file_prefix"
     assert later.stats.prompt_tokens_evaluated < later.stats.prompt_tokens / 4
@@ -199,14 +199,14 @@ def test_the_block_is_chosen_before_the_text_and_each_token_evaluated_once(engin
     text = TEXT + "\n\ndef report(points):\n    area = polygon_area(points)\n    return area\n"
     engine.document_changed(URI, text)
     engine.complete(at(183, text), CancelToken())
-    fp = engine.file_prefix
+    fp = engine.parts.file_prefix
     assert fp.pending and fp.block is None
     grow(engine)  # (and the place prewarmed with the block)
     block = fp.block
     assert block is not None and not fp.pending and fp.ready
     assert [c.reason for c in block.chunks] == ["definition:polygon_area"]
     assert fp.report()["evaluated"] <= len(fp.snapshot.tokens)  # (none twice)
-    assert engine.local.prompt(at(183, text)).block is block
+    assert engine.parts.local.prompt(at(183, text)).block is block
 
 
 SHAPES = "def polygon_area(points):\n    return 0.0\n"
@@ -231,7 +231,7 @@ def test_a_file_opened_gets_its_block_before_any_edit_or_request(engine):
     yet) as the document opens, and evaluated first: ready before any request or edit."""
     tab(engine, "file:///shapes.py", SHAPES)
     opened(engine)
-    fp = engine.file_prefix
+    fp = engine.parts.file_prefix
     assert fp.document == URI and fp.pending
     evaluated = grow(engine)
     assert fp.block is not None and fp.ready and fp.report()["block_ready_s"] is not None
@@ -242,9 +242,9 @@ def test_a_file_opened_gets_its_block_before_any_edit_or_request(engine):
     assert len(fp.snapshot.tokens) - fp.snapshot_head <= OPENED_TOKENS < len(FOCUSED)
     # a request later in the file uses it: its prompt opens with the block, the block's KV held
     request = at(100, FOCUSED)
-    prompt = engine.local.prompt(request)
+    prompt = engine.parts.local.prompt(request)
     assert prompt.block is fp.block
-    head = len(engine.local.prompts.file_prefix("", request, 0, 1 << 20, fp.block))
+    head = len(engine.parts.local.prompts.file_prefix("", request, 0, 1 << 20, fp.block))
     assert fp.held(prompt.tokens) >= head
     # a place known: the rest grows while idle
     engine.complete(request, CancelToken())
@@ -256,7 +256,7 @@ def test_another_file_opened_takes_the_file_prefix(engine):
     opened(engine, TEXT, "file:///first.py")
     grow(engine)
     opened(engine)
-    fp = engine.file_prefix
+    fp = engine.parts.file_prefix
     assert fp.document == URI and fp.pending and fp.snapshot is None
 
 
@@ -264,7 +264,7 @@ def _grown_with_a_block(engine) -> list[int]:
     tab(engine, "file:///shapes.py", SHAPES)
     opened(engine)
     grow(engine)
-    return list(engine.file_prefix.snapshot.tokens)
+    return list(engine.parts.file_prefix.snapshot.tokens)
 
 
 def _another_tab(engine, text: str) -> None:
@@ -277,9 +277,9 @@ CIRCLES = "def function_3(x):\n    return x * 3 + len('ababab')\n"
 
 
 def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(engine):
-    engine.file_prefix.shift_blocks = True  # (off by default: it changes answers)
+    engine.parts.file_prefix.shift_blocks = True  # (off by default: it changes answers)
     before = _grown_with_a_block(engine)
-    fp, target = engine.file_prefix, engine.local.loaded.target
+    fp, target = engine.parts.file_prefix, engine.parts.local.loaded.target
     old_head, old_block = fp.snapshot_head, fp.block
     _another_tab(engine, CIRCLES)
     evaluated = grow(engine)
@@ -298,10 +298,10 @@ def test_a_new_block_under_an_evaluated_text_evaluates_only_the_blocks_tokens(en
 @pytest.mark.parametrize("kv_shift", [True, False])
 def test_by_default_or_without_kv_shift_a_new_block_evaluates_the_text_again(kv_shift):
     engine = make(kv_shift=kv_shift)
-    engine.file_prefix.shift_blocks = not kv_shift  # (on: without kvShift, no matter)
+    engine.parts.file_prefix.shift_blocks = not kv_shift  # (on: without kvShift, no matter)
     try:
         before = _grown_with_a_block(engine)
-        fp = engine.file_prefix
+        fp = engine.parts.file_prefix
         old_head = fp.snapshot_head
         _another_tab(engine, CIRCLES)
         evaluated = grow(engine)
@@ -315,9 +315,9 @@ def test_by_default_or_without_kv_shift_a_new_block_evaluates_the_text_again(kv_
 def test_a_block_put_in_is_resumed_after_a_cancel(engine):
     """Typing cancels idle work at each key: the block's tokens evaluated so far are kept, and
     the next idle step goes on from there."""
-    engine.file_prefix.shift_blocks = True
+    engine.parts.file_prefix.shift_blocks = True
     before = _grown_with_a_block(engine)
-    fp, target = engine.file_prefix, engine.local.loaded.target
+    fp, target = engine.parts.file_prefix, engine.parts.local.loaded.target
     _another_tab(engine, "".join(CIRCLES.replace("3", str(i)) for i in range(3, 12)))
     cancel = CancelToken()
     evaluate, calls = target.evaluate, []
@@ -347,7 +347,7 @@ def test_going_back_to_a_file_evaluates_nothing_again(engine):
     block is the one its text was evaluated after, ready at once."""
     tab(engine, "file:///shapes.py", SHAPES)
     opened(engine)
-    fp = engine.file_prefix
+    fp = engine.parts.file_prefix
     first = grow(engine)
     block, tokens = fp.block, fp.snapshot.tokens
     assert block is not None and first == len(tokens)
@@ -358,9 +358,9 @@ def test_going_back_to_a_file_evaluates_nothing_again(engine):
     assert grow(engine) == 0  # A again: nothing evaluated
     assert fp.document == URI and fp.block is block and fp.ready
     assert fp.snapshot.tokens == tokens and fp.report()["restored"] == 1
-    assert engine.stores.context.block is block  # (the context stage's choice again)
+    assert engine.stores.context.block is block  # (the context provider's choice again)
     # its requests use it: the prompt opens with the block, held in the KV
-    prompt = engine.local.prompt(at(100, FOCUSED))
+    prompt = engine.parts.local.prompt(at(100, FOCUSED))
     assert prompt.block is block and fp.held(prompt.tokens) >= fp.snapshot_head
     # and B's came to the pool in turn: back to it, nothing evaluated either
     opened(engine, TEXT.replace("function_", "helper_"), OTHER)
@@ -369,7 +369,7 @@ def test_going_back_to_a_file_evaluates_nothing_again(engine):
 
 def test_a_file_edited_while_away_evaluates_from_the_edit_on(engine):
     opened(engine)
-    fp = engine.file_prefix
+    fp = engine.parts.file_prefix
     grow(engine)
     opened(engine, TEXT.replace("function_", "helper_"), OTHER)
     grow(engine)
@@ -379,7 +379,7 @@ def test_a_file_edited_while_away_evaluates_from_the_edit_on(engine):
     kept = len(fp.snapshot.tokens)
     evaluated = grow(engine)
     assert 0 < evaluated < kept  # from the changed line on
-    assert list(engine.local.loaded.target.tokens) == list(fp.snapshot.tokens)
+    assert list(engine.parts.local.loaded.target.tokens) == list(fp.snapshot.tokens)
 
 
 def test_kept_file_prefixes_are_bounded(engine):

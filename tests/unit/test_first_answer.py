@@ -189,7 +189,7 @@ def slow_engine():
         Settings(drafter="none", precompute=False, answer_budget_ms=1), backend="fake"
     )
     engine.load()
-    engine.local.loaded.target.delay_s = 0.02  # a busy machine: one byte per 20 ms pass
+    engine.parts.local.loaded.target.delay_s = 0.02  # a busy machine: one byte per 20 ms pass
     yield engine
     engine.close()
 

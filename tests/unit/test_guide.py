@@ -8,10 +8,11 @@ import time
 import numpy as np
 import pytest
 
-from spec_lsp.prompts.guide import scopes, trigger
-from spec_lsp.prompts.guide.analysis import Analyser, Hooks, Members, Table
-from spec_lsp.prompts.guide.monitor import Monitor, open_span
-from spec_lsp.prompts.guide.names import NameTokens
+from spec_lsp.engine.guide import scopes, trigger
+from spec_lsp.engine.guide.monitor import Monitor, open_span
+from spec_lsp.engine.guide.python.analysis import Analyser
+from spec_lsp.engine.guide.table import Hooks, Members, Table
+from spec_lsp.engine.guide.vocabulary import NameTokens
 
 VOCAB = [
     b"get", b"_w", b"adl", b"_application", b"_application(", b".", b".get", b"(", b" ",
@@ -305,7 +306,7 @@ def test_what_is_ready_is_published_while_the_analysis_goes_on():
 
 
 def test_a_partial_table_is_read_before_the_analysis_is_done(tmp_path):
-    from spec_lsp.engine.context.analyses import Analyses
+    from spec_lsp.engine.guide.analyses import Analyses
 
     analyses = Analyses()
     analyses.delay_s = 30.0  # (the whole table published only after 30 s)

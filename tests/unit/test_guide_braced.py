@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from spec_lsp.prompts.guide import scopes, trigger
-from spec_lsp.prompts.guide.monitor import Monitor
-from spec_lsp.prompts.guide.names import NameTokens
-from spec_lsp.prompts.guide.structural import Structural, StructuralAnalyser
+from spec_lsp.engine.guide import scopes, trigger
+from spec_lsp.engine.guide.braced.structural import Structural, StructuralAnalyser
+from spec_lsp.engine.guide.monitor import Monitor
+from spec_lsp.engine.guide.vocabulary import NameTokens
 
 
 def analysed(root: Path, name: str, files: dict[str, str]) -> tuple[Structural, str]:

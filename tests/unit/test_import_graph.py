@@ -25,6 +25,7 @@ TOP_LAYERS = [
         "spec_lsp.textdiff",
         "spec_lsp.syntax",
         "spec_lsp.cache_dirs",
+        "spec_lsp.paths",
     },
     {"spec_lsp.prompts", "spec_lsp.models"},  # (models names a file's FIM template)
     {"spec_lsp.engine"},
@@ -38,6 +39,7 @@ ENGINE_LAYERS = [
     {"backends", "sampling"},
     {"policy"},
     {"drafters"},
+    {"guide"},  # names that exist: the analyses, their tables, the monitor the loop consults
     {"decode", "cache", "context"},
     # what completing a request is made of: finishing its text (what is shown), loading the
     # models (the crash probe, the cost calibration), its statistics, the answer, the stage
@@ -46,7 +48,7 @@ ENGINE_LAYERS = [
     # the stages that complete a request: in process (and its file prefix), and the remote
     # engine in one folder (client, stream, prompt, tokens, health, connect, its stage)
     {"local", "remote"},
-    {"engine"},
+    {"engine", "parts"},  # (parts: the in-process stage's parts, for tools)
     {"toolkit"},  # the parts tools (the benchmarks) build with, named in one place
     {"__init__"},
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
+from spec_lsp.engine.drafters import table
 from spec_lsp.engine.drafters.base import DraftRequest
 from spec_lsp.engine.drafters.last_suggestion import LastSuggestionLookup, StrongestOf, beside
 from spec_lsp.engine.drafters.ngram import NgramDrafter
@@ -38,8 +39,10 @@ def test_the_stronger_match_drafts_and_says_which_source_it_is() -> None:
     draft = both.draft(_request(context, 2))
     assert draft.tokens == [52, 53] and draft.source == "last_suggestion"
     assert both.name == "ngram" and both.free
-    assert beside(None, LastSuggestionLookup(last)) is None
-    assert beside(NgramDrafter(), LastSuggestionLookup([])).name == "ngram"
+    assert beside(None, [LastSuggestionLookup(last)]) is None
+    assert beside(NgramDrafter(), []).name == "ngram"
+    # a source with nothing to look in is not made (drafters/table.py)
+    assert table.beside_sources(table.Kit(last_suggestion=[], suffix=[])) == []
 
 
 def decode_with_ledger(job: DecodeJob) -> tuple[list[int], DecodeStats, RealizedYield]:

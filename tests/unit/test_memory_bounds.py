@@ -38,7 +38,7 @@ def auto_engine():
 
 def held_by(engine, document: str) -> dict[str, bool]:
     """Where the engine holds something for `document`, structure by structure."""
-    auto = engine.stores.sources.drafter
+    auto = engine.stores.drafting.drafter
     assert isinstance(auto, AutoDrafter)
     return {
         "saved_state": document in engine.stores.states.saved(),
@@ -47,8 +47,8 @@ def held_by(engine, document: str) -> dict[str, bool]:
         "suggestions": document in engine.stores.suggestions.documents(),
         "estimates": document in engine.stores.book.documents(),
         "auto_estimates": document in auto.documents(),
-        "shown": document in engine.stores.sources._shown,
-        "workspace": document in engine.open_documents.documents(),
+        "shown": document in engine.stores.drafting._shown,
+        "workspace": document in engine.parts.open_documents.documents(),
     }
 
 
@@ -103,7 +103,7 @@ def test_stats_report_each_structure_and_its_bound():
         "chars": len(TEXT),
         "accepted": 0,
         "accepted_chars": 0,
-        "max_chars": engine.open_documents.max_chars,
+        "max_chars": engine.parts.open_documents.max_chars,
         "max_accepted": 64,
     }
     assert memory["estimates"]["documents"] == memory["estimates"]["auto_documents"] == 1
@@ -238,15 +238,15 @@ def test_the_document_being_completed_stays_indexed():
     settings = Settings(drafter="workspace", draft_max=8, cache=False)
     engine = build_engine(settings, backend="fake")
     engine.load()
-    engine.open_documents.max_chars = 5 * len(_document(0))
+    engine.parts.open_documents.max_chars = 5 * len(_document(0))
     engine.document_changed("file:///mine.py", _document(999) + PREFIX)
     engine.complete(request("file:///mine.py"), CancelToken())
     for i in range(20):
         engine.document_changed(f"file:///d{i}.py", _document(i))
     engine.complete(request("file:///mine.py"), CancelToken())
-    assert "file:///mine.py" in engine.open_documents.documents()
-    assert engine.open_documents.chars <= engine.open_documents.max_chars
-    assert "file:///d19.py" in engine.open_documents.documents()
+    assert "file:///mine.py" in engine.parts.open_documents.documents()
+    assert engine.parts.open_documents.chars <= engine.parts.open_documents.max_chars
+    assert "file:///d19.py" in engine.parts.open_documents.documents()
 
 
 def test_snapshot_size_counts_the_kv_and_the_tokens():

@@ -12,8 +12,8 @@ from spec_lsp.engine.backends.base import sync
 from spec_lsp.engine.backends.fake import CORPUS, FIM_MID, FIM_PRE, FIM_SUF, corpus_model
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.base import DraftRequest
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.open_documents import OpenDocuments, split_lines
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
 from spec_lsp.engine.policy.adaptive import FixedPolicy
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
 
@@ -191,7 +191,7 @@ def test_workspace_drafts_from_another_file_are_accepted():
     index.update("corpus.py", "\n".join(CORPUS))
     model = corpus_model(delay_s=0)
     prompt = fim_prompt(model, "import os\n\nclass Point:\n    def __init__(self, x, y):\n")
-    drafter = WorkspaceDrafter(index, model, document_id="current.py")
+    drafter = DocumentsDrafter(index, model, document_id="current.py")
     out, stats = decode(prompt, drafter, 8, 40)
     assert out == plain_greedy(prompt, 40)
     assert bytes(out).decode().startswith("        self.x = x\n")
@@ -204,7 +204,7 @@ def test_the_drafter_proposes_at_most_max_tokens_without_the_unfinished_last_tok
     index.update("lib.py", HELPER)
     model = corpus_model(delay_s=0)
     context = fim_prompt(model, "def helper(values):\n    to")
-    drafter = WorkspaceDrafter(index, model)
+    drafter = DocumentsDrafter(index, model)
     rng = np.random.default_rng(0)
     proposal = drafter.draft(DraftRequest(context, 5, SamplingParams(), rng)).tokens
     assert bytes(proposal) == b"tal ="
@@ -226,7 +226,7 @@ def test_greedy_with_workspace_drafts_equals_plain_greedy(docs, prefix, k, max_t
     model = corpus_model(delay_s=0)
     prompt = fim_prompt(model, prefix)
     out, stats = decode(
-        prompt, WorkspaceDrafter(index, model, document_id="d0", cursor=0), k, max_tokens
+        prompt, DocumentsDrafter(index, model, document_id="d0", cursor=0), k, max_tokens
     )
     assert out == plain_greedy(prompt, max_tokens)
     assert stats.accepted <= stats.drafted

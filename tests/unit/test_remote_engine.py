@@ -496,7 +496,7 @@ def test_window_counts_are_never_asked_while_an_answer_streams(stub):
 
 
 def test_the_context_block_outlives_a_reload_of_the_remote_engine(stub):
-    """A block chosen for the last place asked is the context stage's: new remote settings
+    """A block chosen for the last place asked is the context provider's: new remote settings
     (another timeout) reload the engine, and the next ask there still opens with it."""
     tab, main = "file:///p/shapes.py", "file:///p/main.py"
     text = "from shapes import polygon_area\n\n\ndef report(points):\n    area = \n"

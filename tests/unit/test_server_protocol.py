@@ -71,8 +71,8 @@ async def test_a_document_closed_and_opened_again_at_once_stays_indexed():
     protocol._handle_notification(lsp.TEXT_DOCUMENT_DID_OPEN, opened("second = 2\n"))
     for _ in range(100):  # the close runs on the worker
         await asyncio.sleep(0.01)
-        await server.scheduler.run(server.scheduler.engine.stores.sources.catch_up)
-    workspace = server.scheduler.engine.open_documents
+        await server.scheduler.run(server.scheduler.engine.stores.drafting.catch_up)
+    workspace = server.scheduler.engine.parts.open_documents
     assert workspace.documents() == [URI]
     assert workspace.text(URI) == "second = 2\n"
     assert protocol._request_futures == {}

@@ -10,7 +10,7 @@
 3. The benchmarks reach the engine through its surface only: the facade (`spec_lsp.engine`:
    build_engine, Engine's load, complete, stats, models, prompt_builder, cost_profile,
    file_prefix, context) and the parts named in `spec_lsp.engine.toolkit`, never an engine's
-   stages or stores (`engine.local`, `engine.stores`, `engine.stage`).
+   stages or stores (`engine.parts.local`, `engine.stores`, `engine.stage`).
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def test_the_checker_sees_the_package_import_a_benchmark(tmp_path: Path):
     [
         "from spec_lsp.engine.decode.speculative import generate\n",
         "import spec_lsp.engine.startup.loading\n",
-        "def f(engine):\n    return engine.local.loaded\n",
+        "def f(engine):\n    return engine.parts.local.loaded\n",
         "def f(engine):\n    return engine.stores.states\n",
     ],
 )
@@ -222,7 +222,7 @@ def test_the_checker_allows_the_surface(tmp_path: Path):
     source = (
         "from spec_lsp.engine import build_engine\n"
         "from spec_lsp.engine.toolkit import generate\n"
-        "def f(engine):\n    return engine.models.target, engine.cost_profile\n"
+        "def f(engine):\n    return engine.parts.models.target, engine.parts.cost_profile\n"
     )
     root = write(tmp_path, {f"{bench}/places.py": source})
     assert reaches_inside(root) == []

@@ -1,4 +1,4 @@
-"""The plain values the context stage passes around."""
+"""The plain values the context provider passes around."""
 
 from __future__ import annotations
 

@@ -15,11 +15,11 @@ import numpy as np
 
 from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
-from spec_lsp.engine.decode import guided
+from spec_lsp.engine.drafters import table
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.drafters.last_suggestion import LastSuggestionLookup, beside
+from spec_lsp.engine.drafters.last_suggestion import beside
 from spec_lsp.engine.drafters.ngram import TAIL as LAST_TAIL
-from spec_lsp.engine.drafters.suffix import SuffixLookup
+from spec_lsp.engine.guide import hook as guided
 from spec_lsp.engine.policy.adaptive import DraftPolicy
 from spec_lsp.engine.policy.realized import CONTINUATION, SYMBOL
 from spec_lsp.engine.types import CancelToken, DecodeStats, SamplingParams
@@ -128,9 +128,11 @@ def generate(
     out = [sampling.pick(logits, job.sampling, noise[0])]
     stats.token_logprobs = [sampling.logprob(logits, out[0])] if job.logprobs else []
     known = _continuation_after(job)
-    # after an edit, the last suggestion looked up; and the text after the cursor
+    # the sources beside the request's drafter (drafters/table.py): after an edit, the last
+    # suggestion looked up; and the text after the cursor
     last = job.continuation[-(job.max_tokens + LAST_TAIL) :] if not known else ()
-    drafter = beside(drafter, LastSuggestionLookup(last), SuffixLookup(job.suffix))
+    kit = table.Kit(last_suggestion=last, suffix=job.suffix)
+    drafter = beside(drafter, table.beside_sources(kit))
     shadows: Shadows = []
     context = _Context(job.prompt, job.max_tokens + policy.draft_max + 2)
     last_start, model_seconds = 0.0, 0.0
@@ -192,7 +194,14 @@ def generate(
         if draft.tokens:
             stats.count_draft(source, len(draft.tokens), n_accepted)
         seconds = time.perf_counter() - now  # the round as it ran: what drafting must beat
-        policy.observe_round(source, draft.strength, len(draft.tokens), n_accepted + 1, seconds)
+        policy.observe_round(
+            source,
+            draft.strength,
+            len(draft.tokens),
+            n_accepted + 1,
+            seconds,
+            free=table.loop_drafted(source),
+        )
     stats.decode_seconds = time.perf_counter() - started
     stats.acceptance_estimate = policy.acceptance_estimate()
     return out[: stats.tokens]

@@ -53,7 +53,7 @@ AUTO_EXPLORE_SHARE = 0.01
 
 
 @dataclass
-class Source:
+class Candidate:
     drafter: Drafter
     free: bool  # computed every round (and scored when not chosen)
     # the current document's acceptance (see AutoDrafter.set_document)
@@ -75,7 +75,7 @@ class Source:
 @dataclass
 class _Option:
     rate: float  # expected tokens per second
-    source: Source | None  # None: draft nothing
+    source: Candidate | None  # None: draft nothing
     n: int  # draft length
     draft: Draft | None  # a lookup's proposal (a model's is made only when chosen)
     probe: bool = False  # a costly source tried again, not chosen on its estimate
@@ -107,9 +107,9 @@ class AutoDrafter(Drafter):
     ) -> None:
         """`profile`: this machine's measured costs (seconds). Without one, costs are in units
         of verify(1) from the prior curve, lookups free and a model step MODEL_COST_PRIOR."""
-        self.sources = [Source(d, free=True) for d in lookups]
+        self.candidates = [Candidate(d, free=True) for d in lookups]
         if model is not None:
-            self.sources.append(Source(model, free=False))
+            self.candidates.append(Candidate(model, free=False))
         self.profile = profile
         self._costs = profile or CostProfile.prior()
         self._clock = clock
@@ -118,7 +118,7 @@ class AutoDrafter(Drafter):
         self._document, self._language = "", ""
         # acceptance per source, per document and temperature, as the policy's: a file that
         # repeats itself must not teach auto to trust the lookups in a fresh one
-        self._books = {s.name: PolicyBook() for s in self.sources}
+        self._books = {s.name: PolicyBook() for s in self.candidates}
 
     def set_document(self, document: str, language: str = "") -> None:
         """The document the next calls draft for: it learns its own acceptance per source, at
@@ -154,7 +154,7 @@ class AutoDrafter(Drafter):
         self._pending.append(pending)
         # speculation must beat drafting nothing by the policy's MARGIN (model error, noise)
         options: list[_Option] = [_Option(MARGIN / self._verify(1), None, 0, None)]
-        for source in self.sources:
+        for source in self.candidates:
             source.estimate = estimates[source.name]
             if source.free:
                 proposal = self._run(source, request)
@@ -191,7 +191,7 @@ class AutoDrafter(Drafter):
         pending.proposals[model.name] = draft.tokens + [DECLINED] * short
         return replace(draft, short=short, source=model.name)
 
-    def _consider_model(self, source: Source, request: DraftRequest) -> _Option:
+    def _consider_model(self, source: Candidate, request: DraftRequest) -> _Option:
         k = request.max_tokens
         rate, n = self._best(source, k)
         source.idle_rounds += 1
@@ -210,7 +210,7 @@ class AutoDrafter(Drafter):
                 return _Option(float("inf"), source, probe_n, None, probe=True)  # try again
         return _Option(rate, source, n, None)
 
-    def _try_cost(self, source: Source, n: int) -> float:
+    def _try_cost(self, source: Candidate, n: int) -> float:
         """What trying the model now costs beyond a plain round, before any catch-up: its
         draft and the larger batch; for a model that cannot count its catch-up, at least
         what its last try cost (catch-up included)."""
@@ -219,7 +219,7 @@ class AutoDrafter(Drafter):
             return max(predicted, source.probe_seconds or 0.0)
         return predicted
 
-    def _catch_up_cost(self, source: Source, request: DraftRequest) -> float:
+    def _catch_up_cost(self, source: Candidate, request: DraftRequest) -> float:
         """Catching the model's cache up on what it has not seen (the first try after a new
         prompt is mostly that): tokens to catch up x the rate measured on its earlier calls
         (or in the profile at startup); without either, priced as drafted tokens (a batch is
@@ -232,7 +232,7 @@ class AutoDrafter(Drafter):
             rate = self.profile.catch_up_rate(step) if self.profile is not None else step
         return source.drafter.catch_up(request.context) * rate
 
-    def _could_pay(self, source: Source, k: int) -> bool:
+    def _could_pay(self, source: Candidate, k: int) -> bool:
         """Would this source beat drafting nothing if nearly every token were accepted? A draft
         model as costly as the target never would: trying it is pure loss (and each try first
         catches its cache up on everything since the last one)."""
@@ -242,7 +242,7 @@ class AutoDrafter(Drafter):
             for m in range(1, k + 1)
         )
 
-    def _best(self, source: Source, n: int, strength: int | None = None) -> tuple[float, int]:
+    def _best(self, source: Candidate, n: int, strength: int | None = None) -> tuple[float, int]:
         """The best rate over draft lengths 1..n of this source, and that length (0: none)."""
         assert source.estimate is not None
         best, tokens, survive = (0.0, 0), 1.0, 1.0
@@ -266,7 +266,7 @@ class AutoDrafter(Drafter):
                 "ms_per_step": round(1000 * (s.seconds_per_step or 0.0), 3),
                 "catch_up_ms_per_token": round(1000 * (s.catch_up_rate or 0.0), 3),
             }
-            for s in self.sources
+            for s in self.candidates
         }
 
     def _learn(self, context: Sequence[int]) -> None:
@@ -303,11 +303,11 @@ class AutoDrafter(Drafter):
         tested = min(len(proposal), len(committed))
         accepted = common_prefix_len(proposal[:tested], committed)
         pending.estimates[name].update(tested, accepted, pending.strengths.get(name))
-        source = next(s for s in self.sources if s.name == name)
+        source = next(s for s in self.candidates if s.name == name)
         source.tested += tested
         source.accepted += accepted
 
-    def _run(self, source: Source, request: DraftRequest) -> Draft:
+    def _run(self, source: Candidate, request: DraftRequest) -> Draft:
         started = self._clock()
         draft = source.drafter.draft(request)
         seconds = self._clock() - started
@@ -327,7 +327,7 @@ class AutoDrafter(Drafter):
         """A round with a target pass of n tokens: the pass and the loop's own overhead."""
         return self._costs.round_overhead + self._costs.verify(n)
 
-    def _draft_cost(self, source: Source, n: int) -> float:
+    def _draft_cost(self, source: Candidate, n: int) -> float:
         """Seconds to draft n tokens (verify(1) units without a profile). A lookup's cost is
         paid every round whatever is chosen, so it does not count against it."""
         if source.free:

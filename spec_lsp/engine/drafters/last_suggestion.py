@@ -51,11 +51,10 @@ def _named(draft: Draft, source: str) -> Draft:
     return draft
 
 
-def beside(drafter: Drafter | None, *lookups: TokensLookup) -> Drafter | None:
-    """The request's drafter with lookups beside it (those with tokens to look in; the first
-    wins a tie), where it is a free lookup itself (a draft model or `auto` are left as they
-    are)."""
-    found = [lookup for lookup in lookups if len(lookup.tokens)]
-    if drafter is None or not drafter.free or not found:
+def beside(drafter: Drafter | None, lookups: Sequence[Drafter]) -> Drafter | None:
+    """The request's drafter with free lookups beside it (drafters/table.py's "beside" sources,
+    made for the request; the first wins a tie), where it is a free lookup itself (a draft
+    model or `auto` are left as they are)."""
+    if drafter is None or not drafter.free or not lookups:
         return drafter
-    return StrongestOf([*found, drafter])
+    return StrongestOf([*lookups, drafter])

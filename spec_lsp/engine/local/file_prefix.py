@@ -253,7 +253,7 @@ class FilePrefix:
         )
         self.request = meta.request if meta.request is not None else request
         self.pending, self.restored = True, self.restored + 1  # (grow: nothing left, or the edit)
-        self.came_back = True  # (its block is the context stage's choice again: adopted)
+        self.came_back = True  # (its block is the context provider's choice again: adopted)
         return True
 
     def _covers(

@@ -26,6 +26,8 @@ from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, s
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters.suffix import after_cursor
 from spec_lsp.engine.finishing import gate_weights
+from spec_lsp.engine.guide.monitor import Monitor
+from spec_lsp.engine.guide.vocabulary import NameTokens
 from spec_lsp.engine.local.file_prefix import FilePrefix
 from spec_lsp.engine.local.prompt_tokens import Prompt, PromptBuilder
 from spec_lsp.engine.policy import profile as cost_profile
@@ -35,8 +37,6 @@ from spec_lsp.engine.startup.loading import Loaded
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
-from spec_lsp.prompts.guide.monitor import Monitor
-from spec_lsp.prompts.guide.names import NameTokens
 
 log = logging.getLogger(__name__)
 
@@ -99,13 +99,13 @@ class LocalStage:
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
         self._profile_samples = {}  # (another key's passes are no part of this one's)
-        self.stores.sources.build(
+        self.stores.drafting.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
 
     def close(self) -> None:
         self.loaded.close()
-        self.stores.sources.drafter = None
+        self.stores.drafting.drafter = None
 
     def opened(self, request: CompletionRequest) -> None:
         """A document opened: the file prefix is its own, its block chosen and evaluated first,
@@ -230,7 +230,7 @@ class LocalStage:
         generated and their text (one reader of the tokens, for the stop rule, the first answer
         and the end)."""
         request, stores, prompts = answer.request, self.stores, self.prompts
-        drafter = stores.sources.for_request(request, self.profile)
+        drafter = stores.drafting.for_request(request, self.profile)
         read = prompts.reader(prompt)
         job = DecodeJob(
             prompt.tokens,
@@ -449,7 +449,7 @@ class LocalStage:
         context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
         profile = calibrate.measure(
             target,
-            self.stores.sources.to_measure(),
+            self.stores.drafting.to_measure(),
             context=context,
             key=self.profile_key(),
             samples=self._profile_samples,

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate, strength_bucket
 from spec_lsp.engine.policy.profile import CostProfile
-from spec_lsp.engine.policy.realized import CONTINUATION, FREE, RealizedYield
+from spec_lsp.engine.policy.realized import CONTINUATION, RealizedYield
 
 
 class DraftPolicy(Protocol):
@@ -37,7 +37,14 @@ class DraftPolicy(Protocol):
         ...
 
     def observe_round(
-        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+        self,
+        source: str,
+        strength: int | None,
+        drafted: int,
+        tokens: int,
+        seconds: float,
+        *,
+        free: bool = False,  # drafted with no drafter call (drafters/table.py: "loop")
     ) -> None:
         """A round as it ran: `drafted` tokens from `source` (0: a plain round) committed
         `tokens` in `seconds` of wall time (drafting, the target's pass, the loop)."""
@@ -85,7 +92,14 @@ class FixedPolicy:
         return self.draft_max
 
     def observe_round(
-        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+        self,
+        source: str,
+        strength: int | None,
+        drafted: int,
+        tokens: int,
+        seconds: float,
+        *,
+        free: bool = False,  # drafted with no drafter call (drafters/table.py: "loop")
     ) -> None:
         pass
 
@@ -370,10 +384,17 @@ class AdaptivePolicy:
         return round(self.estimate.value, 4)
 
     def observe_round(
-        self, source: str, strength: int | None, drafted: int, tokens: int, seconds: float
+        self,
+        source: str,
+        strength: int | None,
+        drafted: int,
+        tokens: int,
+        seconds: float,
+        *,
+        free: bool = False,  # drafted with no drafter call (drafters/table.py: "loop")
     ) -> None:
         if drafted:  # the worse of what the profile says it cost and what it took
-            predicted = self.loss(drafted, free=source in FREE)
+            predicted = self.loss(drafted, free=free)
             realized = self.ledger.realized_loss(seconds) if self.ledger is not None else None
             self.balance += tokens - 1 - max(predicted, realized or 0.0)
         if self.ledger is None:

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 CONTINUATION = "continuation"  # the source name of drafts from the last generation's tokens
-SYMBOL = "symbol"  # the rest of the only name the guide leaves (prompts/guide): free too
-FREE = (CONTINUATION, SYMBOL)  # sources that cost no drafting time
+SYMBOL = "symbol"  # the rest of the only name the guide leaves (engine/guide)
 DECAY = 0.9  # per drafting round of the key: the last ~10 rounds weigh most
 EVIDENCE = 2.5  # decayed drafting rounds before a key can be benched (about three rounds)
 PROBE_FIRST = 24  # rounds the key would have drafted before its first probe once benched

@@ -216,3 +216,31 @@ def _end_token_ids(target: ModelBackend, template: fim.FimTemplate | None) -> fr
         if len(tokens) == 1:
             ids.add(tokens[0])
     return frozenset(ids)
+
+
+MODEL_KEYS = ("model", "context_size", "threads", "gpu_layers", "fim_template")
+REMOTE_KEYS = (
+    "remote_url",
+    "remote_model",
+    "remote_api_key_env",
+    "remote_connect_timeout_ms",
+    "remote_timeout_ms",
+    "remote_allow_http",
+    "remote_ca_file",
+    "remote_api",
+    "fim_template",
+)
+
+
+def models_change(old: Settings, new: Settings) -> bool:
+    """Whether new settings name other models (or another engine): they are loaded again."""
+    keys = REMOTE_KEYS if new.engine == "remote" else MODEL_KEYS
+    return (
+        new.engine != old.engine
+        or any(getattr(new, k) != getattr(old, k) for k in keys)
+        or (
+            new.engine == "local"
+            and (new.drafter == "model" or old.drafter == "model")
+            and (new.drafter, new.draft_model) != (old.drafter, old.draft_model)
+        )
+    )

@@ -9,7 +9,6 @@ read from its outline by the resolver.
 from __future__ import annotations
 
 import os
-import posixpath
 
 MAX_ROOTS = 64  # Java: the source root and the folders beside it (a modular layout)
 _RUST_ROOTS = ("lib.rs", "main.rs")
@@ -114,18 +113,3 @@ def rust_module(path: str, parts: list[str]) -> str | None:
 
 def _first_file(*candidates: str) -> str | None:
     return next((c for c in candidates if os.path.isfile(c)), None)
-
-
-JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs")
-
-
-def js_module_candidates(base: str) -> list[str]:
-    """The files a relative JS/TS import of `base` (its path joined and normalised) may name,
-    in the order a bundler tries them: itself, with an extension (a TypeScript source imported
-    as its compiled `.js` too), its folder's index."""
-    stem = base
-    for compiled in (".js", ".mjs"):
-        if base.endswith(compiled):
-            stem = base[: -len(compiled)]
-    candidates = [base, *(stem + e for e in JS_EXTENSIONS)]
-    return candidates + [posixpath.join(base, "index" + e) for e in JS_EXTENSIONS if e != ".d.ts"]

@@ -11,7 +11,7 @@ from spec_lsp.engine.drafters.open_documents import Match, OpenDocuments
 from spec_lsp.engine.drafters.token_text import ContextText, complete_utf8, text_to_target
 
 
-class WorkspaceDrafter(Drafter):
+class DocumentsDrafter(Drafter):
     """Propose what followed the longest earlier occurrence of the context's end, in any open
     document. Free to compute; strong where code repeats across files."""
 

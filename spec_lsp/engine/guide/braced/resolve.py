@@ -13,9 +13,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec_lsp.prompts.guide import declared, paths
-from spec_lsp.prompts.guide.analysis import Members
-from spec_lsp.prompts.guide.outline import LANGUAGES, Outline, TypeDecl
+from spec_lsp.engine.guide.braced import declared, paths
+from spec_lsp.engine.guide.braced.outline import LANGUAGES, Outline, TypeDecl
+from spec_lsp.engine.guide.table import Members
+from spec_lsp.paths import js_module_candidates
 
 Ref = tuple[str, str]  # (the file declaring a type, its name)
 OBJECT_JS = frozenset(
@@ -247,7 +248,7 @@ class Resolver:
             return None
         base = os.path.normpath(os.path.join(folder, spec))
         return next(
-            (c for c in paths.js_module_candidates(base) if os.path.isfile(c)),
+            (c for c in js_module_candidates(base) if os.path.isfile(c)),
             None,
         )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec_lsp.prompts.guide.declared_names import (
+from spec_lsp.engine.guide.braced.declared_names import (
     BINDING_PLACES,
     binding_place,
     go_import,
@@ -30,14 +30,14 @@ from spec_lsp.prompts.guide.declared_names import (
     rust_module,
     variables,
 )
-from spec_lsp.prompts.guide.declared_types import (
+from spec_lsp.engine.guide.braced.declared_types import (
     CLASSES,
     go_type,
     java_type,
     js_type,
     rust_type,
 )
-from spec_lsp.prompts.guide.outline import (
+from spec_lsp.engine.guide.braced.outline import (
     Header,
     Outline,
     TypeDecl,

@@ -1,4 +1,4 @@
-"""The context stage: what a block is chosen from follows the workspace folders and the open
+"""The context provider: what a block is chosen from follows the workspace folders and the open
 documents (a folder dropped leaves no definitions behind)."""
 
 from __future__ import annotations
@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from spec_lsp.engine.context.provider import ContextProvider
 from spec_lsp.engine.context.similar_chunks import SIMILAR_DOCUMENTS
-from spec_lsp.engine.context.stage import ContextStage, document_path
+from spec_lsp.paths import document_path
 
 MAIN = "from shapes import polygon_area\n\n\ndef report(points):\n    area = "
 
 
-def choose(stage: ContextStage, folder: Path) -> list[str]:
+def choose(stage: ContextProvider, folder: Path) -> list[str]:
     stage.parse()
     block = stage.choose(
         (folder / "main.py").as_uri(), MAIN, len(MAIN), (0, 5), budget=512, count_tokens=len
@@ -22,7 +23,7 @@ def choose(stage: ContextStage, folder: Path) -> list[str]:
 
 def test_a_folder_dropped_leaves_no_definitions_behind(tmp_path: Path) -> None:
     (tmp_path / "shapes.py").write_text("def polygon_area(points):\n    return 0.0\n")
-    stage = ContextStage()
+    stage = ContextProvider()
     stage.set_folders([str(tmp_path)], max_files=100, max_mb=1)
     stage.wait_for_workspace(10)
     assert "definition:polygon_area" in choose(stage, tmp_path)
@@ -32,7 +33,7 @@ def test_a_folder_dropped_leaves_no_definitions_behind(tmp_path: Path) -> None:
 
 
 def test_a_closed_document_outside_the_folders_leaves_the_index(tmp_path: Path) -> None:
-    stage = ContextStage()
+    stage = ContextProvider()
     shapes = (tmp_path / "shapes.py").as_uri()
     stage.document_changed(shapes, "def polygon_area(points):\n    return 0.0\n", focus="")
     assert "definition:polygon_area" in choose(stage, tmp_path)
@@ -43,7 +44,7 @@ def test_a_closed_document_outside_the_folders_leaves_the_index(tmp_path: Path) 
 def test_a_closed_document_leaves_no_similar_windows_behind(tmp_path: Path) -> None:
     """The identifier windows kept for the open tabs go with the tab: 100 tabs opened, chosen
     from and closed leave none held (they were once kept in a module-wide cache of 64 texts)."""
-    stage = ContextStage()
+    stage = ContextProvider()
     tabs = [(tmp_path / f"tab{i}.py").as_uri() for i in range(100)]
     for i, uri in enumerate(tabs):
         stage.document_changed(uri, f"def helper_{i}(points):\n    return scale(points)\n", "")
@@ -63,7 +64,7 @@ def test_choosing_never_parses_parsing_stops_when_asked_and_moves_the_block_once
     """Choosing a block never parses (a choice uses what is parsed); parsing goes a file at a
     time while idle and stops when a request comes (cancelled); once every changed file is
     parsed, `generation` moves (the block is chosen again)."""
-    stage = ContextStage()
+    stage = ContextProvider()
     body = "".join(f"def filler_{j}(x):\n    return x + {j}\n" for j in range(200))
     for i in range(10):
         stage.document_changed((tmp_path / f"big{i}.py").as_uri(), body, focus="")
@@ -100,7 +101,7 @@ def test_a_finished_workspace_read_asks_for_idle_work(tmp_path: Path) -> None:
     server starts its idle work: the block is chosen while the person still reads)."""
     (tmp_path / "shapes.py").write_text("def polygon_area(points):\n    return 0.0\n")
     woken = threading.Event()
-    stage = ContextStage(changed=woken.set)
+    stage = ContextProvider(changed=woken.set)
     before = stage.generation
     stage.set_folders([str(tmp_path)], max_files=100, max_mb=1)
     assert woken.wait(10)

@@ -24,8 +24,8 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from inspect import Parameter
 from pathlib import Path
 
@@ -34,8 +34,8 @@ import parso
 import parso.cache
 import parso.utils
 
-from spec_lsp.prompts.guide import scopes
-from spec_lsp.prompts.guide.scopes import Scope
+from spec_lsp.engine.guide import scopes
+from spec_lsp.engine.guide.table import NO_HOOKS, SELF, Hooks, Key, Members, Table, key_of, keyed
 
 # Python 3.11 compiling on two threads at once can fail ("AST constructor recursion depth
 # mismatch", in whichever thread): parso calls ast.literal_eval on the same constant at every
@@ -51,83 +51,13 @@ _CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _FROM = re.compile(r"^[ \t]*from[ \t]+(\.*(?:[A-Za-z_][\w.]*)?)[ \t]+import[ \t]*", re.M)
 # an import statement's dotted module path, each `.` in it a place where a submodule is named
 _IMPORTING = re.compile(r"^[ \t]*(?:from|import)[ \t]+([A-Za-z_][\w.]*)")
-_SELF = ("self", "cls")
 _ON_SELF = re.compile(r"(?<![\w.])(?:self|cls)\.([A-Za-z_]\w*)")
-# (scope, receiver); an import's receiver is "from <module>", a call's "call <callee>", a
-# package's submodules' (`from a.b.`, `import a.b.`) "module <package>"
-Key = tuple[Scope, str]
-KEY_PREFIXES = {"import": "from ", "module": "module ", "keyword": "call "}
-
-
-def key_of(kind: str, receiver: str) -> str:
-    """The table's key for a trigger point's receiver (trigger.Trigger's kind)."""
-    return KEY_PREFIXES.get(kind, "") + receiver
-
-
 # Jedi's inference keeps process-wide state and is not safe from two threads at once (two
 # engines in one process, a benchmark's and a test's): one analysis at a time
 _JEDI = threading.Lock()
 NEAR = 40  # lines either side of the cursor whose receivers are asked again after an edit
 FIRST = 8  # receivers (the nearest the cursor) after which what is ready is published
 EVERY_S = 2.0  # then at most this often
-
-
-@dataclass(frozen=True)
-class Members:
-    names: frozenset[str]
-    complete: bool  # every type behind the receiver is defined in source: nothing else exists
-
-
-@dataclass
-class Table:
-    """One file's prepared answers."""
-
-    version: int
-    members: dict[Key, Members] = field(default_factory=dict)
-    seconds: float = 0.0  # time the analysis took
-    done: bool = False  # every receiver found was analysed (not cut by the time budget)
-    partial: bool = False  # published while the analysis goes on
-
-    def merged(self, earlier: Table | None) -> Table:
-        """This table with what `earlier` answered and this one has not (yet)."""
-        if earlier is not None:
-            for key, members in earlier.members.items():
-                self.members.setdefault(key, members)
-        return self
-
-    syntax = "python"  # how the monitor reads the text (trigger.py); brace languages: "braces"
-    # `guideBias` unset: what an incomplete member set's outsiders lose (Jedi's incomplete sets,
-    # builtins' stubs mostly: a bias lost a right name and avoided none, bench/README.md)
-    incomplete_bias = 0.0
-
-    def scope_at(self, text: str) -> Scope:
-        """The scope the end of `text` (the cursor) is in, as this table keys it."""
-        return scopes.at_end(text)
-
-    def lookup(self, scope: Scope, receiver: str) -> Members | None:
-        """The receiver's members in `scope` or the nearest enclosing scope that has them."""
-        scope = _keyed(scope, receiver.removeprefix("call "))
-        for i in range(len(scope), -1, -1):
-            found = self.members.get((scope[:i], receiver))
-            if found is not None:
-                return found
-        return None
-
-    def nbytes(self) -> int:
-        """A rough size: the keys and the distinct member sets (shared sets counted once)."""
-        sets = {id(m.names): m.names for m in self.members.values()}
-        names = sum(len(n) for s in sets.values() for n in s) + 64 * sum(map(len, sets.values()))
-        return names + 200 * len(self.members)
-
-
-@dataclass(frozen=True)
-class Hooks:
-    """What the analysis's owner gives it: whether to stop, where to wait, and where to put
-    what is ready so far (a partial table: the receivers nearest the cursor come first)."""
-
-    cancelled: Callable[[], bool] = lambda: False
-    paused: Callable[[], float] = lambda: 0.0  # returns once it may go on: the seconds waited
-    publish: Callable[[Table], None] = lambda table: None
 
 
 @dataclass(frozen=True)
@@ -160,17 +90,12 @@ def occurrences(text: str) -> Iterator[Occurrence]:
         for found in _CALL.finditer(line):
             if not re.search(r"(?:^|\s)(?:def|class)\s+$", line[: found.start()]):
                 callee = found.group(1)
-                key = (_keyed(scope, callee), key_of("keyword", callee))
+                key = (keyed(scope, callee), key_of("keyword", callee))
                 yield Occurrence(key, number, found.end(), -1)
         for found in _DEREF.finditer(line):
             receiver = found.group(1)
-            key = (_keyed(scope, receiver), receiver)
+            key = (keyed(scope, receiver), receiver)
             yield Occurrence(key, number, found.end(), found.end() - 1)
-
-
-def _keyed(scope: Scope, chain: str) -> Scope:
-    """`self` and `cls` are the class's: keyed by it, whichever method they are used in."""
-    return scopes.enclosing_class(scope) if chain.split(".", 1)[0] in _SELF else scope
 
 
 class Analyser:
@@ -189,7 +114,7 @@ class Analyser:
         root: str | None,
         near_line: int = 0,
         earlier: Table | None = None,
-        hooks: Hooks = Hooks(),
+        hooks: Hooks = NO_HOOKS,
     ) -> Table:
         """The table for `text`. Between receivers, `hooks.paused` (the seconds it waited are
         not counted in the time budget nor in the table's time); after the FIRST receivers and
@@ -230,7 +155,7 @@ class Analyser:
             members = Members(shared.setdefault(members.names, members.names), members.complete)
             table.members[occurrence.key] = members
             first = occurrence.key[1].removeprefix("call ").split(".", 1)[0]
-            if occurrence.key[0] and first in module_names and first not in _SELF:
+            if occurrence.key[0] and first in module_names and first not in SELF:
                 table.members.setdefault(((), occurrence.key[1]), members)
         else:
             table.done = True

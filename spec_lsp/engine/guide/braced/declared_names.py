@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spec_lsp.prompts.guide.outline import Outline, named, node_text, type_name
+from spec_lsp.engine.guide.braced.outline import Outline, named, node_text, type_name
 
 BINDING_PLACES = {
     "func_literal": "parameters",

@@ -1,4 +1,4 @@
-"""The draft sources in use: the drafter the `drafter` setting names (built once per load: it
+"""The drafter in use: the one the `drafter` setting names (made by table.py once per load: it
 learns), and the index of the open documents it reads, fed by the editor's document changes.
 
 `document_changed` runs on the editor's thread and only records the text; the index takes it on
@@ -12,13 +12,11 @@ import threading
 from typing import Any
 
 from spec_lsp.engine.backends.base import ModelBackend
+from spec_lsp.engine.drafters import table
 from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.base import Drafter
-from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
-from spec_lsp.engine.drafters.model import ModelDrafter
-from spec_lsp.engine.drafters.ngram import NgramDrafter
+from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.drafters.workspace import WorkspaceDrafter
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.types import CompletionRequest
 
@@ -26,15 +24,7 @@ SHOWN_TAIL = 256  # characters before a shown suggestion that identify where it 
 MAX_INDEXED_CHARS = 1_000_000  # documents larger than this are not indexed for lookup
 
 
-def model_drafter(draft: ModelBackend, target: ModelBackend) -> Drafter:
-    """The drafter for a draft model: token drafts when it shares the target's vocabulary, text
-    re-tokenized for the target when it does not."""
-    if draft.info.vocab_fingerprint == target.info.vocab_fingerprint:
-        return ModelDrafter(draft, target=target)
-    return CrossVocabDrafter(draft, target=target)
-
-
-class DraftSources:
+class Drafting:
     def __init__(self) -> None:
         self.open_documents = OpenDocuments()  # open documents + accepted completions
         self.drafter: Drafter | None = None
@@ -51,19 +41,10 @@ class DraftSources:
         draft: ModelBackend | None,
         profile: CostProfile | None,
     ) -> None:
-        """The drafter for the `drafter` setting `kind` (after a load or a settings change)."""
-        model = model_drafter(draft, target) if draft is not None else None
-        if kind == "ngram":
-            self.drafter = NgramDrafter()
-        elif kind == "workspace":
-            self.drafter = WorkspaceDrafter(self.open_documents, target)
-        elif kind == "model":
-            self.drafter = model
-        elif kind == "auto":
-            lookups = [NgramDrafter(), WorkspaceDrafter(self.open_documents, target)]
-            self.drafter = AutoDrafter(lookups, model=model, profile=profile)
-        else:
-            self.drafter = None
+        """The drafter for the `drafter` setting `kind` (after a load or a settings change):
+        drafters/table.py makes it."""
+        kit = table.Kit(target, draft, self.open_documents, profile)
+        self.drafter = table.for_setting(kind, kit)
 
     # -- documents (the editor's thread) --------------------------------------------------------
     def document_changed(self, document_id: str, text: str) -> None:
@@ -89,9 +70,11 @@ class DraftSources:
         self.open_documents.active = request.document_id  # never trimmed from the index
         self.catch_up()
         drafter = self.drafter
-        lookups = [s.drafter for s in drafter.sources] if isinstance(drafter, AutoDrafter) else []
+        lookups = (
+            [s.drafter for s in drafter.candidates] if isinstance(drafter, AutoDrafter) else []
+        )
         for source in [drafter, *lookups]:
-            if isinstance(source, WorkspaceDrafter):
+            if isinstance(source, DocumentsDrafter):
                 source.document_id, source.cursor = request.document_id, len(request.prefix)
         if isinstance(drafter, AutoDrafter):
             drafter.set_profile(profile)
@@ -112,8 +95,8 @@ class DraftSources:
         nothing worth pricing); not the open documents' lookup, which needs a request's document."""
         drafter = self.drafter
         if isinstance(drafter, AutoDrafter):
-            return next((s.drafter for s in drafter.sources if not s.free), None)
-        return None if isinstance(drafter, WorkspaceDrafter) else drafter
+            return next((s.drafter for s in drafter.candidates if not s.free), None)
+        return None if isinstance(drafter, DocumentsDrafter) else drafter
 
     def report(self) -> dict[str, Any] | None:
         return self.drafter.report() if isinstance(self.drafter, AutoDrafter) else None

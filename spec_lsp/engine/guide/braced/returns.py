@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spec_lsp.prompts.guide.outline import Outline
-from spec_lsp.prompts.guide.resolve import Ref, Resolver
+from spec_lsp.engine.guide.braced.outline import Outline
+from spec_lsp.engine.guide.braced.resolve import Ref, Resolver
 
 
 def returned(function: str, own: Outline, resolver: Resolver) -> Ref | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec_lsp.prompts.guide.outline import (
+from spec_lsp.engine.guide.braced.outline import (
     TypeDecl,
     has_self,
     is_static,

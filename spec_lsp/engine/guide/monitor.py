@@ -2,8 +2,8 @@
 
 It reads the text before the token (the prompt's text before the cursor, healing undone, and
 the tokens generated so far), finds a trigger point (trigger.py), looks the receiver up in the
-prepared table (analysis.py: dict reads, never Jedi) and, where the receiver resolves, keeps
-the tokens that begin, continue or end one of its members (names.py). A complete member set is
+prepared table (table.py: dict reads, never Jedi) and, where the receiver resolves, keeps
+the tokens that begin, continue or end one of its members (vocabulary.py). A complete member set is
 a hard mask; an incomplete one lowers the others' logits by `bias` (0: left alone).
 
 Where one valid name is left by what is written, its remaining tokens are the symbol draft.
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from spec_lsp.prompts.guide import trigger
-from spec_lsp.prompts.guide.analysis import Members, Table, key_of
-from spec_lsp.prompts.guide.names import NameTokens
-from spec_lsp.prompts.guide.scopes import Scope
+from spec_lsp.engine.guide import trigger
+from spec_lsp.engine.guide.scopes import Scope
+from spec_lsp.engine.guide.table import Members, Table, key_of
+from spec_lsp.engine.guide.vocabulary import NameTokens
 
 DEFINING = ("def __init__", "def __post_init__", "def setUp", "def setup")
 

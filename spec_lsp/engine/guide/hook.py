@@ -1,6 +1,6 @@
 """The guide's hook in the decode loop: every row the target verifies is guided first.
 
-A guide (prompts/guide/monitor.py) turns the target's row for the token after a text into the
+A guide (monitor.py) turns the target's row for the token after a text into the
 guided row (the logits of tokens that cannot come next at -inf, or lowered). Row i of a round
 follows `out + draft[:i]`, so each row is guided for its own text: the draft is verified against
 the guided distribution (T = 0 its argmax, T > 0 the masked distribution renormalised), and a

@@ -25,12 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from spec_lsp.prompts.guide import declared, scopes
-from spec_lsp.prompts.guide.analysis import KEY_PREFIXES, Key, Members, Table
-from spec_lsp.prompts.guide.outline import Outline
-from spec_lsp.prompts.guide.resolve import Outlines, Ref, Resolved, Resolver
-from spec_lsp.prompts.guide.returns import returned
-from spec_lsp.prompts.guide.scopes import Scope
+from spec_lsp.engine.guide import scopes
+from spec_lsp.engine.guide.braced import declared
+from spec_lsp.engine.guide.braced.outline import Outline
+from spec_lsp.engine.guide.braced.resolve import Outlines, Ref, Resolved, Resolver
+from spec_lsp.engine.guide.braced.returns import returned
+from spec_lsp.engine.guide.scopes import Scope
+from spec_lsp.engine.guide.table import KEY_PREFIXES, Key, Members, Table
 
 # ("value" | "type", Ref): an instance, a type's name (Rust's: "path", named with `::` only);
 # ("namespace", Members); ("none", None): a name bound to what is not known here
@@ -96,7 +97,7 @@ class Structural(Table):
 
 
 class StructuralAnalyser:
-    """The Analyser's interface (analysis.py) for the brace languages."""
+    """The Analyser's interface (python/analysis.py) for the brace languages."""
 
     def __init__(self) -> None:
         self.outlines = Outlines()

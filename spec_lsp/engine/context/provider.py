@@ -1,4 +1,4 @@
-"""The context stage: the open documents, the workspace's files and their definitions, and the
+"""The context provider: the open documents, the workspace's files and their definitions, and the
 block chosen for the document in focus.
 
 Everything here runs off the request path: documents arrive as text (instantly: they are only
@@ -24,7 +24,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 from spec_lsp.engine.context.block import Block
 from spec_lsp.engine.context.selection import select
@@ -33,6 +32,7 @@ from spec_lsp.engine.context.source import Place
 from spec_lsp.engine.context.symbols import SymbolIndex
 from spec_lsp.engine.context.workspace import Workspace
 from spec_lsp.engine.types import CompletionRequest
+from spec_lsp.paths import document_path
 from spec_lsp.textdiff import common_prefix, common_suffix
 
 log = logging.getLogger(__name__)
@@ -40,13 +40,7 @@ RECENT_EDITS = 16  # edited places of other documents remembered (newest last)
 WORKSPACE_HELD = ("folders", "files", "bytes", "skipped", "limited", "max_files", "max_bytes")
 
 
-def document_path(document_id: str) -> str:
-    """A document's file path (its URI's path; the id itself if it is not a file URI)."""
-    parsed = urlparse(document_id)
-    return unquote(parsed.path) if parsed.scheme == "file" else document_id
-
-
-class ContextStage:
+class ContextProvider:
     def __init__(
         self,
         *,

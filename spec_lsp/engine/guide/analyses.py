@@ -1,5 +1,5 @@
 """The guide's prepared analyses: Jedi's answers for each open Python document (tree-sitter's for
-JS/TS, Go, Rust and Java: prompts/guide/structural.py), made on a thread of its own after each
+JS/TS, Go, Rust and Java: braced/structural.py), made on a thread of its own after each
 edit (the newest text of the document edited last first), never on a request's way. A request
 reads the newest table there is for its document (maybe one version behind: scopes and receivers
 are keyed by text, not by line; or partial: what a running analysis has ready, the receivers
@@ -23,10 +23,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from spec_lsp.engine.context.stage import document_path
-from spec_lsp.prompts.guide.analysis import Analyser, Hooks, Table
-from spec_lsp.prompts.guide.outline import LANGUAGES
-from spec_lsp.prompts.guide.structural import StructuralAnalyser
+from spec_lsp.engine.guide.braced.outline import LANGUAGES
+from spec_lsp.engine.guide.braced.structural import StructuralAnalyser
+from spec_lsp.engine.guide.python.analysis import Analyser
+from spec_lsp.engine.guide.table import Hooks, Table
+from spec_lsp.paths import document_path
 from spec_lsp.textdiff import common_prefix
 
 log = logging.getLogger(__name__)
