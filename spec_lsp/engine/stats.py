@@ -47,10 +47,10 @@ class EngineTotals:
     generation_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     first_token_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
     server_timings: dict[str, Any] | None = None  # the server's own, of the latest answer
-    # per generation that ran the model, the latest 1000 of each stage: prompt evaluation,
+    # per generation that ran the model, the latest 1000 of each phase: prompt evaluation,
     # the first answer (when sent before the end: first_answer), decoding, the share of the
     # prompt evaluated (the rest came from the KV cache)
-    stages: dict[str, deque[float]] = field(
+    phases: dict[str, deque[float]] = field(
         default_factory=lambda: {name: deque(maxlen=1000) for name in STAGES}
     )
     # requests answered before their generation ended (first_answer); of those, the ones the
@@ -96,13 +96,13 @@ class EngineTotals:
             self.cache_hits[stats.cache] += 1
             if stats.tokens and not cancelled:
                 self.generation_seconds.append(stats.prompt_seconds + stats.decode_seconds)
-                self.stages["prompt"].append(stats.prompt_seconds)
-                self.stages["decode"].append(stats.decode_seconds)
+                self.phases["prompt"].append(stats.prompt_seconds)
+                self.phases["decode"].append(stats.decode_seconds)
                 if stats.first_answer_seconds is not None:
-                    self.stages["first_answer"].append(stats.first_answer_seconds)
+                    self.phases["first_answer"].append(stats.first_answer_seconds)
                 if stats.prompt_tokens:
                     share = stats.prompt_tokens_evaluated / stats.prompt_tokens
-                    self.stages["prompt_share_evaluated"].append(share)
+                    self.phases["prompt_share_evaluated"].append(share)
                 if stats.engine == "remote":
                     self.first_token_seconds.append(stats.first_token_seconds)
             if stats.server_timings:
@@ -165,10 +165,10 @@ class EngineTotals:
             }
 
     def _timing(self) -> dict[str, Any]:
-        """p50/p95 per stage of the generations that ran the model (ms; the prompt share as
+        """p50/p95 per phase of the generations that ran the model (ms; the prompt share as
         a fraction)."""
         timing: dict[str, Any] = {}
-        for name, values in self.stages.items():
+        for name, values in self.phases.items():
             if name == "prompt_share_evaluated":
                 ordered = sorted(values)
                 timing[name] = {

@@ -42,7 +42,6 @@ from spec_lsp.engine.drafters.documents import DocumentsDrafter
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.drafters.suffix import after_cursor
 from spec_lsp.engine.drafters.table import model_drafter
 from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.finishing.confidence import GateModel
@@ -60,6 +59,7 @@ from spec_lsp.engine.startup import calibrate
 from spec_lsp.engine.startup.calibrate import PROFILE_TEXT
 from spec_lsp.engine.startup.loading import DEFAULT_TARGET, default_path, open_model
 from spec_lsp.engine.types import add_by_source
+from spec_lsp.prompts.fim import after_cursor
 from spec_lsp.prompts.window import split_for_typing
 
 if TYPE_CHECKING:

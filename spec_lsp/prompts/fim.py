@@ -13,7 +13,7 @@ return the variant whose tokens the model has.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from spec_lsp.prompts.context_comments import as_comments
@@ -319,3 +319,23 @@ def _joined(segments: list[Segment]) -> list[Segment]:
 def render(segments: list[Segment]) -> str:
     """The prompt as one string (for logs and golden tests)."""
     return "".join(s.text for s in segments)
+
+
+# the FIM roles that end the suffix's text in a prompt (whatever the template's order)
+ENDS = ("fim_pre", "fim_mid", "fim_pad", "fim_sep", "fim_rep", "eos", "eot")
+
+
+def after_cursor(prompt: Sequence[int], special: Mapping[str, int]) -> list[int]:
+    """The prompt's tokens of the text after the cursor: from its last FIM suffix token to the
+    next FIM token ([] without a suffix token)."""
+    mark = special.get("fim_suf")
+    if mark is None:
+        return []
+    tokens = list(prompt)
+    try:
+        start = len(tokens) - tokens[::-1].index(mark)
+    except ValueError:
+        return []
+    ends = {special[role] for role in ENDS if role in special}
+    end = next((i for i in range(start, len(tokens)) if tokens[i] in ends), len(tokens))
+    return tokens[start:end]

@@ -534,7 +534,7 @@ def percentile_ms(sorted_seconds: list[float], q: float) -> float | None:
 
 
 def _timing(completion: Completion) -> str:
-    """One request's stages, for the debug log."""
+    """One request's phases, for the debug log."""
     stats = completion.stats
     first = stats.first_answer_seconds
     cut = (

@@ -9,10 +9,11 @@ import numpy as np
 
 from spec_lsp.engine.decode.speculative import DecodeJob
 from spec_lsp.engine.drafters.base import DraftRequest
-from spec_lsp.engine.drafters.suffix import SuffixLookup, after_cursor
+from spec_lsp.engine.drafters.lookups import SuffixLookup
 from spec_lsp.engine.stats import EngineTotals
 from spec_lsp.engine.types import DecodeStats, SamplingParams
-from tests.unit.test_last_suggestion import decode_with_ledger
+from spec_lsp.prompts.fim import after_cursor
+from tests.unit.test_lookups import decode_with_ledger
 from tests.unit.test_speculative import plain_greedy
 
 SPECIAL = {"fim_pre": 90, "fim_suf": 91, "fim_mid": 92, "eos": 93}

@@ -17,7 +17,7 @@ from spec_lsp.engine import sampling
 from spec_lsp.engine.backends.base import ABORTABLE_CHUNK, ModelBackend, sync
 from spec_lsp.engine.drafters import table
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest, catch_up_of
-from spec_lsp.engine.drafters.last_suggestion import beside
+from spec_lsp.engine.drafters.lookups import beside
 from spec_lsp.engine.drafters.ngram import TAIL as LAST_TAIL
 from spec_lsp.engine.guide import hook as guided
 from spec_lsp.engine.policy.adaptive import DraftPolicy

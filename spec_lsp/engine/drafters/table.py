@@ -24,11 +24,10 @@ from spec_lsp.engine.drafters.auto import AutoDrafter
 from spec_lsp.engine.drafters.base import Drafter
 from spec_lsp.engine.drafters.crossvocab import CrossVocabDrafter
 from spec_lsp.engine.drafters.documents import DocumentsDrafter
-from spec_lsp.engine.drafters.last_suggestion import LastSuggestionLookup
+from spec_lsp.engine.drafters.lookups import LastSuggestionLookup, SuffixLookup
 from spec_lsp.engine.drafters.model import ModelDrafter
 from spec_lsp.engine.drafters.ngram import NgramDrafter, TokensLookup
 from spec_lsp.engine.drafters.open_documents import OpenDocuments
-from spec_lsp.engine.drafters.suffix import SuffixLookup
 from spec_lsp.engine.policy.profile import CostProfile
 from spec_lsp.engine.policy.realized import CONTINUATION, SYMBOL
 

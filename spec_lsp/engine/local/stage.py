@@ -24,7 +24,6 @@ from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends import threads as cpu_threads
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
-from spec_lsp.engine.drafters.suffix import after_cursor
 from spec_lsp.engine.finishing import gate_weights
 from spec_lsp.engine.guide.monitor import Monitor
 from spec_lsp.engine.guide.vocabulary import NameTokens
@@ -37,6 +36,7 @@ from spec_lsp.engine.startup.loading import Loaded
 from spec_lsp.engine.stats import EngineTotals, reuse_kind
 from spec_lsp.engine.stores import Stores
 from spec_lsp.engine.types import Cancelled, CancelToken, CompletionRequest, DecodeStats
+from spec_lsp.prompts.fim import after_cursor
 
 log = logging.getLogger(__name__)
 

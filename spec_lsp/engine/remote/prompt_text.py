@@ -1,4 +1,4 @@
-"""The prompt stage for a remote engine: the same window, layout and FIM template as the
+"""The prompt for a remote engine: the same window, layout and FIM template as the
 in-process engine's (`prompt`), as one string the server tokenizes (`build`, for
 /v1/completions), or as the parts llama-server's /infill lays out itself (`build_infill`).
 

@@ -8,7 +8,7 @@ import numpy as np
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.drafters import table
 from spec_lsp.engine.drafters.base import DraftRequest
-from spec_lsp.engine.drafters.last_suggestion import LastSuggestionLookup, StrongestOf, beside
+from spec_lsp.engine.drafters.lookups import LastSuggestionLookup, StrongestOf, beside
 from spec_lsp.engine.drafters.ngram import NgramDrafter
 from spec_lsp.engine.policy.adaptive import AdaptivePolicy
 from spec_lsp.engine.policy.estimate import AcceptanceEstimate

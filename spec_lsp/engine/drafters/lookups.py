@@ -1,13 +1,20 @@
-"""The last suggestion, after an edit: its tokens as a lookup, free like the n-gram drafter
-(`TokensLookup`: a lookup in a fixed run of tokens, which the text after the cursor is too).
+"""Free lookups beside the request's drafter, each in a fixed run of tokens (`TokensLookup`,
+free like the n-gram drafter); drafters/table.py names them "beside" sources.
 
-When the prompt still extends the document's last generation, the loop drafts its next tokens
-directly (a near-certain draft). After an edit (a word of the suggestion changed, a line of it
-accepted and another typed), the prompt no longer extends it, yet the rest of the suggestion is
-often what the target writes again: the context's tail is looked up in the last generation, and
-what followed it there is proposed, with its match strength, as its own source
-(`last_suggestion`) that the policy sizes, scores and judges like any other.
-`StrongestOf` puts it beside the request's free drafter: each round, the stronger match drafts.
+- The last suggestion, after an edit (`last_suggestion`). When the prompt still extends the
+  document's last generation, the loop drafts its next tokens directly (a near-certain draft).
+  After an edit (a word of the suggestion changed, a line of it accepted and another typed), the
+  prompt no longer extends it, yet the rest of the suggestion is often what the target writes
+  again: the context's tail is looked up in the last generation, and what followed it there is
+  proposed, with its match strength.
+- The text after the cursor (`suffix`): code being re-typed or moved. A person who retypes a
+  line that is still below the cursor, or who completes a call whose arguments follow, makes the
+  model write what the prompt already holds after its FIM suffix token. The n-gram lookup finds
+  such text too, among all of the prompt; this source looks only there.
+
+Each is a source of its own that the policy sizes, scores and judges (benched alone where it is
+wrong). `StrongestOf` puts them beside the request's free drafter: each round, the stronger
+match drafts.
 """
 
 from __future__ import annotations
@@ -16,6 +23,10 @@ from collections.abc import Sequence
 
 from spec_lsp.engine.drafters.base import Draft, Drafter, DraftRequest
 from spec_lsp.engine.drafters.ngram import TokensLookup
+
+
+class SuffixLookup(TokensLookup):
+    name = "suffix"
 
 
 class LastSuggestionLookup(TokensLookup):
