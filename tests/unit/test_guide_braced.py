@@ -354,10 +354,11 @@ def test_a_name_an_anonymous_function_or_a_pattern_binds_again_is_not_known(tmp_
 RUST_SHAPE = "pub struct Shape {\n    width: u32,\n    height: u32,\n}\n\nimpl Shape {\n    fn grow(&self) -> u32 {\n        self."  # fmt: skip
 
 
-@pytest.mark.parametrize(("bias", "guided"), [(None, True), (0.0, False)])
-def test_a_rust_types_incomplete_set_is_masked_in_effect_unless_guide_bias_says_0(
+@pytest.mark.parametrize(("bias", "guided"), [(None, False), (0.0, False), (100.0, True)])
+def test_a_rust_types_incomplete_set_is_left_alone_unless_guide_bias_sets_one(
     tmp_path, bias, guided
 ):
+    # (what an incomplete set may miss, a bias forbids: a trait's method, a derived one)
     from spec_lsp.engine import CancelToken, CompletionRequest
     from tests.unit.test_guide_engine import engine_at, first_name
 

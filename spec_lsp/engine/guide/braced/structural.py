@@ -47,8 +47,9 @@ class Structural(Table):
     """One file's prepared answers (a Table: the store and the monitor read it as Jedi's)."""
 
     syntax = "braces"
-    incomplete_bias = 100.0  # (`guideBias` unset: the outsiders of an incomplete set masked in
-    # effect; chosen on bench names-braced's choose set, judged on its judge set)
+    # `guideBias` unset: an incomplete set's outsiders are left alone (what a set may miss is
+    # what its bias would forbid: an inherited, derived or assigned member)
+    incomplete_bias = 0.0
     headers: frozenset[str] = frozenset()  # the scopes' header lines
     names: dict[Key, Entry] = field(default_factory=dict)
     types: dict[Ref, Resolved] = field(default_factory=dict)
