@@ -2407,3 +2407,176 @@ def test_go_a_package_of_more_files_than_are_read_keeps_a_method_of_the_last(tmp
     files["a/zz.go"] = "package a\n\nfunc (u *User) Last() {}\n"
     files["a/main.go"] = "package a\n\nfunc f(u *User) {\n\tu.HERE\n}\n"
     assert_kept(tmp_path, "a/main.go", files, "Last")
+
+
+# -- under a bias (`guideBias`): only sets known to be open lower a real name -----------------------
+ALL_CASES = [p for cases in (TS_CASES, GO_CASES, RS_CASES, J_CASES) for p in cases]
+# the cases whose set is incomplete and misses the name: what a bias on incomplete sets lowers
+# (members added by code not read: an impl in another folder, a macro, a crate's extension
+# trait, JS assignments, a namespace or `declare module` merged in, a script's global type)
+LOWERED_BY_A_BIAS = {
+    "class-and-namespace-statics",
+    "enum-and-namespace",
+    "js-prototype-assignment",
+    "js-property-set-outside",
+    "js-property-set-in-a-method",
+    "js-define-property",
+    "module-augmentation-added",
+    "global-interface-merged-from-another-file",
+    "trait-impl-in-another-folder",
+    "library-extension-trait",
+    "macro-made-impl",
+}
+
+
+@pytest.mark.parametrize(
+    ("id_", "right", "name", "files"),
+    [pytest.param(p.id, *p.values, id=p.id) for p in ALL_CASES],
+)
+def test_under_a_bias_only_a_set_known_to_be_open_lowers_a_real_name(
+    tmp_path, monkeypatch, id_, right, name, files
+):
+    monkeypatch.setattr(Structural, "incomplete_bias", 100.0)
+    row, table, cut = guided(tmp_path, name, files, right)
+    assert (row[0] == 0.0) == (id_ not in LOWERED_BY_A_BIAS), looked_up(table, cut)
+
+
+# -- what the analysis reads into a set -----------------------------------------------------------
+def members(tmp_path: Path, name: str, files: str | dict[str, str], receiver: str):
+    """(names, complete) of `receiver` at the cursor, None where it is not guided."""
+    table, text = analysed(tmp_path, name, files if isinstance(files, dict) else {name: files})
+    cut = text[: text.index("HERE")]
+    found = table.lookup(table.scope_at(cut), receiver)
+    return None if found is None else (found.names, found.complete)
+
+
+ALL_DERIVES = "#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]"
+
+
+def test_rust_derives_and_the_blanket_impls_every_type_has(tmp_path):
+    names, complete = members(tmp_path, "a.rs", rs(ALL_DERIVES), "other")
+    assert not complete
+    assert {"x", "f", "clone", "clone_from", "to_owned", "fmt", "eq", "ne", "partial_cmp"} <= names
+    assert {
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "cmp",
+        "max",
+        "min",
+        "clamp",
+        "hash",
+        "into",
+        "try_into",
+    } <= names
+    statics = members(tmp_path, "a.rs", rs_path(ALL_DERIVES), "Self::")[0]
+    assert {"ZERO", "default", "from", "try_from", "clone", "f", "hash_slice"} <= statics
+
+
+def test_rust_an_unknown_derive_or_trait_or_a_deref_outside_leaves_the_type_alone(tmp_path):
+    assert members(tmp_path, "a.rs", rs("#[derive(Parser)]"), "other") is None
+    tail = "impl tokio::io::AsyncRead for P {}\n"
+    assert members(tmp_path, "b.rs", rs("", tail), "other") is None
+    for case_id, receiver in (("deref-to-vec", "b"), ("deref-to-string", "n")):
+        right, name, files = next(p.values for p in RS_CASES if p.id == case_id)
+        assert members(tmp_path / case_id, name, files, receiver) is None
+
+
+@pytest.mark.parametrize(
+    ("case_id", "receiver"),
+    [
+        ("blanket-impl-beside", "self"),
+        ("deref-to-workspace-type", "w"),
+        ("iterator-provided-method", "c"),
+        ("display-to-string", "other"),
+        ("fmt-write-provided", "b"),
+        ("io-write-provided", "s"),
+        ("error-source", "e"),
+        ("serde-derive", "other"),
+        ("trait-impl-beside-default-method", "self"),
+        ("structs-of-one-name-in-two-modules", "self"),
+        ("method-by-self-path", "Self::"),
+        ("method-by-type-path", "P::"),
+    ],
+)
+def test_rust_sets_hold_what_traits_derives_and_deref_give(tmp_path, case_id, receiver):
+    right, name, files = next(p.values for p in RS_CASES if p.id == case_id)
+    names, complete = members(tmp_path, name, files, receiver)
+    assert right in names and not complete
+
+
+def test_typescript_declarations_of_one_name_are_merged(tmp_path):
+    def one(case_id: str, receiver: str):
+        right, name, files = next(p.values for p in TS_CASES if p.id == case_id)
+        return right, members(tmp_path / case_id, name, files, receiver)
+
+    right, (names, complete) = one("interface-merges-interface", "p")
+    assert {"x", "y"} <= names and complete
+    for case_id in ("interface-then-class-merged", "class-then-interface-merged"):
+        right, (names, complete) = one(case_id, "this")
+        assert {"extra", "size", "f"} <= names and complete
+    right, (statics, complete) = one("class-and-namespace-statics", "Registry")
+    assert "hasOwnProperty" in statics and not complete  # (a namespace adds to it)
+    right, (names, complete) = one("callable-interface-call", "cb")
+    assert {"call", "apply", "bind", "tag"} <= names and complete
+    right, (names, complete) = one("module-augmentation-original", "m")
+    assert "id" in names and not complete
+    right, (names, complete) = one("global-interface-merged-from-another-file", "c")
+    assert "name" in names and not complete  # (a script's interface is global)
+
+
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "object-literal-method-this",
+        "function-expression-this",
+        "function-expression-this-same-line",
+        "class-expression-this",
+    ],
+)
+def test_a_this_of_its_own_is_not_the_classes(tmp_path, case_id):
+    right, name, files = next(p.values for p in TS_CASES if p.id == case_id)
+    assert members(tmp_path, name, files, "this") is None
+    # (the class's own methods around it keep theirs)
+    text = (
+        files[name]
+        .replace("this.HERE", "this.x")
+        .replace("  f(", "  g() {\n    this.HERE\n  }\n  f(", 1)
+    )
+    assert "x" in members(tmp_path / "around", name, {name: text}, "this")[0]
+
+
+def test_go_rules(tmp_path):
+    right, name, files = next(p.values for p in GO_CASES if p.id == "local-types-of-one-name")
+    names, complete = members(tmp_path / "local", name, files, "r")
+    assert {"x", "y"} <= names and not complete
+    right, name, files = next(p.values for p in GO_CASES if p.id == "generic-receiver-method")
+    names, complete = members(tmp_path / "generic", name, files, "s")
+    assert {"Push", "Pop", "Peek", "items"} <= names and complete
+    files = {f"a/x{i:03}.go": "package a\n" for i in range(205)}
+    files["a/main.go"] = "package a\n\ntype U struct{ n int }\n\nfunc f(u *U) {\n\tu.HERE\n}\n"
+    names, complete = members(tmp_path / "many", "a/main.go", files, "u")
+    assert "n" in names and not complete  # (the package's files not all read)
+
+
+def test_java_rules(tmp_path):
+    def one(case_id: str, receiver: str):
+        right, name, files = next(p.values for p in J_CASES if p.id == case_id)
+        return members(tmp_path / case_id, name, files, receiver)
+
+    names, complete = one("object-clone", "this")
+    assert {"clone", "finalize", "count", "f"} <= names and complete
+    names, complete = one("method-reference-own-instance", "A::")
+    assert {"f", "new", "count"} <= names and complete
+    for case_id in ("anonymous-thread", "anonymous-workspace-interface", "enum-constant-body"):
+        assert one(case_id, "this") is None
+    assert one("lombok-data-getter", "p") is None
+    assert one("nested-of-another-file-not-visible", "e") is None
+    names, complete = one("nested-classes-of-one-name", "this")
+    assert {"a", "b"} <= names and not complete
+    comparable = java("this.HERE", "public class A implements Comparable<A>, java.io.Serializable")
+    names, complete = members(tmp_path / "jdk", "shop/A.java", comparable, "this")
+    assert "compareTo" in names and complete
+    foreign = java("this.HERE", "public class A implements Comparable<A>", "import x.Comparable;\n")
+    assert members(tmp_path / "foreign", "shop/A.java", foreign, "this") is None
