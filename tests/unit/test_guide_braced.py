@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from spec_lsp.engine.guide import scopes, trigger
+from spec_lsp.engine.guide.braced.resolve import RUST_EVERY
 from spec_lsp.engine.guide.braced.structural import Structural, StructuralAnalyser
 from spec_lsp.engine.guide.monitor import Monitor
 from spec_lsp.engine.guide.vocabulary import NameTokens
@@ -143,15 +144,27 @@ def test_typescript_unknowns_are_left_alone(tmp_path):
 @pytest.mark.parametrize(
     ("files", "name"),
     [
-        ({"a.ts": "import { Far } from 'far';\nclass A extends Far {\n  x = 1;\n  f() {\n    this.HERE\n  }\n}\n"}, "a.ts"),
-        ({"a.ts": "class A {\n  [key: string]: number;\n  f() {\n    this.HERE\n  }\n}\n"}, "a.ts"),
         ({"a.js": "class A {\n  constructor() { this.x = 1; }\n  f() {\n    this.HERE\n  }\n}\n"}, "a.js"),
+        ({"a.ts": "class A {\n  x = 1;\n  f() {\n    this.HERE\n  }\n}\n"}, "a.ts"),  # (a script)
     ],
 )  # fmt: skip
 def test_an_open_class_is_incomplete(tmp_path, files, name):
     table, text = analysed(tmp_path, name, files)
     names, complete = at(table, text, "HERE", "this")
     assert not complete and "f" in names
+
+
+@pytest.mark.parametrize(
+    ("files", "name"),
+    [
+        ({"a.ts": "import { Far } from 'far';\nexport class A extends Far {\n  x = 1;\n  f() {\n    this.HERE\n  }\n}\n"}, "a.ts"),
+        ({"a.ts": "export class A {\n  [key: string]: number;\n  f() {\n    this.HERE\n  }\n}\n"}, "a.ts"),
+    ],
+)  # fmt: skip
+def test_a_class_with_members_not_read_here_is_not_guided(tmp_path, files, name):
+    # (a library's base class, an index signature: a set of the rest would forbid its names)
+    table, text = analysed(tmp_path, name, files)
+    assert missing(table, text, "HERE", "this")
 
 
 # -- Go -------------------------------------------------------------------------------------------
@@ -219,11 +232,11 @@ def test_go_receivers_methods_from_the_package_embedded_fields_and_packages(tmp_
     assert missing(table, text, "HERE", "fmt")  # (not a workspace package)
 
 
-def test_go_embedding_a_type_from_elsewhere_is_incomplete(tmp_path):
+def test_go_embedding_a_type_from_elsewhere_is_not_guided(tmp_path):
+    # (what it promotes, `Lock`, is not read here)
     files = {"a.go": "package a\n\nimport \"sync\"\n\ntype A struct {\n\tsync.Mutex\n\tn int\n}\n\nfunc (a *A) F() {\n\ta.HERE\n}\n"}  # fmt: skip
     table, text = analysed(tmp_path, "a.go", files)
-    names, complete = at(table, text, "HERE", "a")
-    assert {"n", "F", "Mutex"} <= names and not complete
+    assert missing(table, text, "HERE", "a")
 
 
 # -- Rust -----------------------------------------------------------------------------------------
@@ -325,7 +338,7 @@ def test_the_monitor_masks_a_complete_set_and_leaves_comments_alone(tmp_path):
 
 
 def test_a_private_name_may_begin_with_its_hash(tmp_path):
-    source = "class A {\n  #cache = 1;\n  f() {\n    this.HERE\n  }\n}\n"
+    source = "export class A {\n  #cache = 1;\n  f() {\n    this.HERE\n  }\n}\n"
     table, text = analysed(tmp_path, "a.ts", {"a.ts": source})
     allowed = kept(table, text[: text.index("HERE")])
     assert b"#" in allowed and b"#ca" in allowed and b"invented" not in allowed
@@ -354,10 +367,11 @@ def test_a_name_an_anonymous_function_or_a_pattern_binds_again_is_not_known(tmp_
 RUST_SHAPE = "pub struct Shape {\n    width: u32,\n    height: u32,\n}\n\nimpl Shape {\n    fn grow(&self) -> u32 {\n        self."  # fmt: skip
 
 
-@pytest.mark.parametrize(("bias", "guided"), [(None, True), (0.0, False)])
-def test_a_rust_types_incomplete_set_is_masked_in_effect_unless_guide_bias_says_0(
+@pytest.mark.parametrize(("bias", "guided"), [(None, False), (0.0, False), (100.0, True)])
+def test_a_rust_types_incomplete_set_is_left_alone_unless_guide_bias_sets_one(
     tmp_path, bias, guided
 ):
+    # (what an incomplete set may miss, a bias forbids: a trait's method, a derived one)
     from spec_lsp.engine import CancelToken, CompletionRequest
     from tests.unit.test_guide_engine import engine_at, first_name
 
@@ -369,8 +383,9 @@ def test_a_rust_types_incomplete_set_is_masked_in_effect_unless_guide_bias_says_
     assert engine.stores.analyses.wait(uri, 60)
     request = CompletionRequest(prefix=RUST_SHAPE, document_id=uri, max_tokens=12, language="rust")
     found = engine.complete(request, CancelToken())
-    # (the fake model writes `x` after `self.`: Shape has no x)
-    assert (first_name(found.text) in ("width", "height", "grow")) == guided, found.text
+    # (the fake model writes `x` after `self.`: Shape has no x; what every type has, it has)
+    members = {"width", "height", "grow", *RUST_EVERY}
+    assert (first_name(found.text) in members) == guided, found.text
 
 
 @pytest.mark.parametrize(

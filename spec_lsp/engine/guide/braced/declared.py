@@ -3,7 +3,10 @@ Java): its types and their members, the imports that name other files, and per n
 (a class, an impl, a function) the variables whose type its text says.
 
 A type's own members only: what it inherits, and Go's methods and Rust's impls in other files,
-are structural.py's to add. A variable is typed only where the text says it soundly: an
+are structural.py's to add. Declarations of one name are merged (TypeScript's declaration
+merging; elsewhere two types of one name in different scopes, kept open). A function or class
+whose `this` is its own (JS/TS `function` expressions, Java's anonymous classes) is a scope
+where `this` is not known. A variable is typed only where the text says it soundly: an
 annotation or a parameter's type (`x: Foo`, `Foo x`, `x *Foo`), a constructor (`new Foo(...)`,
 `Foo{...}`, `&Foo{...}`, `Foo { .. }`), or a call to a function whose declared result is the
 type (Go `NewFoo()`, Rust `Foo::new()` returning `Self`, kept as "()name" for structural.py).
@@ -62,6 +65,27 @@ _FUNCTIONS = {
 _SCOPES = CLASSES | _FUNCTIONS | {"impl_item", "type_spec", "internal_module", "mod_item"}
 
 
+def rebinds_this(node: Any, language: str) -> bool:
+    """A function or class without a header of its own whose `this` is its own: JS/TS's
+    `function` expressions and class expressions, Java's anonymous classes (an object created
+    with a body, an enum constant's body). An arrow function's `this` is its scope's."""
+    if language in ("js", "ts"):
+        return node.type in ("function_expression", "function", "generator_function", "class")
+    if language == "java" and node.type in ("object_creation_expression", "enum_constant"):
+        return any(c.type == "class_body" for c in node.named_children)
+    return False
+
+
+def _parameter(node: Any) -> str:
+    """A Rust generic parameter's name (`T` of `T: Display`)."""
+    if node.type in ("type_identifier", "identifier"):
+        return node_text(node)
+    name = node.child_by_field_name("name")
+    if name is None:
+        name = next((c for c in node.named_children if c.type == "type_identifier"), None)
+    return node_text(name) if name is not None else ""
+
+
 def outline(path: str, text: str) -> Outline | None:
     language = language_of(path)
     tree = parse(path, text) if language else None
@@ -101,10 +125,71 @@ class _Reader:
         kind = node.type
         if kind in ("comment", "line_comment", "block_comment", "string", "string_literal"):
             return
+        if kind == "ambient_declaration" and self.augmentation(node):
+            return
         self.statement(node, scope, self_type)
-        if kind in _SCOPES and (node.child_by_field_name("name") or kind == "impl_item"):
+        if rebinds_this(node, self.lang):
+            scope, self_type = self.opaque(node, scope)
+        elif kind in _SCOPES and (node.child_by_field_name("name") or kind == "impl_item"):
             scope, self_type = self.enter(node, scope, self_type)
         self.walk(node, scope, self_type)
+
+    def opaque(self, node: Any, scope: Header) -> tuple[Header, str]:
+        """A function or class with no header of its own whose `this` is not the enclosing
+        class's (JS/TS `function () {..}`, a class expression, Java's anonymous class): a scope
+        keyed by its first line, where `this` is not known."""
+        line = self.header(node)
+        if scope and scope[-1] == line:  # (it opens on its scope's header line: `this` there
+            self.out.selves[scope] = ""  # is not sure either)
+            return scope, ""
+        inner = (*scope, line)
+        self.out.bindings.setdefault(inner, {})
+        self.out.selves[inner] = ""
+        return inner, ""
+
+    def augmentation(self, node: Any) -> bool:
+        """TypeScript's `declare module '..' {..}` and `declare global {..}`: the names of
+        the types they add members to (declared elsewhere). Another `declare` is the file's."""
+        body = next(
+            (c for c in node.named_children if c.type in ("module", "statement_block")), None
+        )
+        if body is None:
+            return False
+        stack = [body]
+        while stack:
+            item = stack.pop()
+            name = item.child_by_field_name("name")
+            if (item.type in CLASSES or item.type == "internal_module") and name is not None:
+                self.out.augmented.add(node_text(name))
+            stack.extend(item.named_children)
+        return True
+
+    def add_type(self, decl: TypeDecl, scope: Header) -> None:
+        """A type of the file; two of one name are merged: TypeScript's declaration merging
+        (interfaces, a class and interfaces, enums at the top level: all their members), or
+        two types of one name in different scopes (local types, nested classes, Rust's inline
+        modules): which one a name means is not read here, so their members together, open."""
+        decl.nested = bool(scope)
+        held = self.out.types.get(decl.name)
+        if held is None:
+            self.out.types[decl.name] = decl
+            return
+        merging = self.lang == "ts" and not (held.nested or decl.nested)
+        kinds = {held.kind, decl.kind}
+        if not merging or len(kinds & {"class_declaration", "abstract_class_declaration"}) > 1:
+            held.open = True
+        if decl.kind in ("class_declaration", "abstract_class_declaration"):
+            held.kind = decl.kind
+        held.members |= decl.members
+        held.statics |= decl.statics
+        held.bases += decl.bases
+        held.traits += decl.traits
+        held.open = held.open or decl.open or held.underlying != decl.underlying
+        held.callable = held.callable or decl.callable
+        held.indexed = held.indexed or decl.indexed
+        held.nested = held.nested and decl.nested
+        for name, kind in decl.fields.items():
+            held.fields[name] = kind if held.fields.get(name, kind) == kind else ""
 
     def enter(self, node: Any, scope: Header, self_type: str) -> tuple[Header, str]:
         kind, inner = node.type, (*scope, self.header(node))
@@ -112,7 +197,7 @@ class _Reader:
         if kind in CLASSES or kind == "type_spec":
             decl = self.type_decl(node)
             if decl is not None:
-                self.out.types.setdefault(decl.name, decl)
+                self.add_type(decl, scope)
                 if not scope or kind != "type_spec":
                     self.bind(scope, decl.name, "type:" + decl.name)
                 if kind in CLASSES and kind not in ("struct_item", "enum_item", "union_item"):
@@ -125,8 +210,10 @@ class _Reader:
             return inner, target
         elif kind in _FUNCTIONS:
             self.function(node, scope, inner, self_type)
-            if self.lang in ("js", "ts") and (kind != "method_definition" or is_static(node)):
-                self.out.selves[inner] = ""  # (a function's own `this`; a static's: the class)
+            if self.lang in ("js", "ts") and (
+                kind != "method_definition" or is_static(node) or node.parent.type == "object"
+            ):  # (a function's own `this`; a static's: the class; an object literal's method's)
+                self.out.selves[inner] = ""
         return inner, self_type
 
     # -- declarations -------------------------------------------------------------------------
@@ -147,13 +234,19 @@ class _Reader:
 
     def impl(self, node: Any, target: str) -> None:
         trait = type_name(node.child_by_field_name("trait"))
-        if trait:
+        params = node.child_by_field_name("type_parameters")
+        generic = {_parameter(p) for p in params.named_children} if params is not None else set()
+        if trait and target in generic:  # `impl<T: ..> Trait for T`: every type, maybe
+            self.out.blanket.append(trait)
+        elif trait:
             self.out.traits.setdefault(target, []).append(trait)
         body = node.child_by_field_name("body")
         for item in body.named_children if body is not None else ():
             name = item.child_by_field_name("name")
             if name is None:
                 continue
+            if item.type == "type_item" and trait.rsplit("::", 1)[-1] == "Deref":
+                self.out.deref[target] = type_name(item.child_by_field_name("type"))
             if item.type == "function_item" and has_self(item):
                 self.out.methods.setdefault(target, set()).add(node_text(name))
             else:
@@ -203,6 +296,10 @@ class _Reader:
     # -- statements: imports, exports, variables -----------------------------------------------
     def statement(self, node: Any, scope: Header, self_type: str) -> None:
         kind = node.type
+        if kind in ("import_statement", "export_statement") and not scope:
+            self.out.module = True
+        if kind == "internal_module" and node.child_by_field_name("name") is not None:
+            self.out.merged.add(node_text(node.child_by_field_name("name")))
         if kind == "import_statement" and self.lang in ("js", "ts"):
             js_import(self.out, node)
         elif kind == "export_statement":

@@ -5,6 +5,7 @@ Java classes, interfaces, enums and records.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from spec_lsp.engine.guide.braced.outline import (
@@ -41,8 +42,10 @@ def js_type(decl: TypeDecl, node: Any, *, js: bool) -> None:
     body = node.child_by_field_name("body")
     for member in body.named_children if body is not None else ():
         name = member.child_by_field_name("name")
-        if member.type == "index_signature":
-            decl.open = True
+        if member.type in ("call_signature", "construct_signature"):
+            decl.callable = True  # (a function: `call`, `apply`, `bind`, ...)
+        elif member.type == "index_signature":
+            decl.open = decl.indexed = True
         elif node.type == "enum_declaration":
             decl.statics.add(node_text(name if name is not None else member))
         elif name is not None and name.type in (
@@ -105,7 +108,10 @@ def go_type(decl: TypeDecl, node: Any) -> None:
 
 
 def rust_type(decl: TypeDecl, node: Any) -> None:
-    decl.open = True  # (trait methods implemented anywhere, derives, Deref)
+    decl.open = True  # (trait methods implemented anywhere, macros, Deref)
+    decl.traits += derived(node)
+    for bounds in named(node, "trait_bounds"):  # a trait's supertraits: `trait A: B + C`
+        decl.bases += [type_name(t) for t in bounds.named_children if type_name(t)]
     body = node.child_by_field_name("body")
     for item in body.named_children if body is not None else ():
         name = item.child_by_field_name("name")
@@ -119,6 +125,22 @@ def rust_type(decl: TypeDecl, node: Any) -> None:
             decl.statics.add(node_text(name))
     if body is not None and body.type == "ordered_field_declaration_list":
         decl.members.update(str(i) for i in range(len(body.named_children)))
+
+
+_DERIVE = re.compile(r"\bderive\s*\(([^()]*)\)")
+
+
+def derived(node: Any) -> list[str]:
+    """The traits the `#[derive(..)]` attributes above a Rust item name (`Clone`, `Debug`;
+    a path's last segment: `std::fmt::Debug` is `Debug`), `cfg_attr`'s too."""
+    found: list[str] = []
+    above = node.prev_named_sibling
+    while above is not None and above.type in ("attribute_item", "line_comment", "block_comment"):
+        if above.type == "attribute_item":
+            for listed in _DERIVE.finditer(node_text(above)):
+                found += [t.strip().rsplit("::", 1)[-1] for t in listed.group(1).split(",")]
+        above = above.prev_named_sibling
+    return [t for t in found if t]
 
 
 def java_type(decl: TypeDecl, node: Any) -> None:

@@ -38,6 +38,10 @@ class TypeDecl:
     bases: list[str] = field(default_factory=list)  # types it takes members from
     open: bool = False  # members the source does not declare may exist
     underlying: str = ""  # Go `type A B`: B (A has B's fields, not its methods)
+    nested: bool = False  # declared inside another declaration (not seen from other files)
+    indexed: bool = False  # TS: an index signature (`[key: string]: T`): any name is a member
+    callable: bool = False  # TypeScript: a call or construct signature (a function's members)
+    traits: list[str] = field(default_factory=list)  # Rust: the traits its `#[derive]` names
 
     def add_field(self, name: str, kind: str | None, *, static: bool = False) -> None:
         """A field, with its declared type where one is written (`kind`)."""
@@ -62,6 +66,11 @@ class Outline:
     imported: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (module, name)
     star_imports: list[str] = field(default_factory=list)  # Java `import a.b.*;`: "a.b"
     aliases: dict[str, str] = field(default_factory=dict)  # `type A = B`: A -> B
+    module: bool = False  # JS/TS: a top-level import or export (else a script: its names global)
+    merged: set[str] = field(default_factory=set)  # TS: namespaces (their names merge into a type)
+    augmented: set[str] = field(default_factory=set)  # TS: `declare module`/`global` interfaces
+    blanket: list[str] = field(default_factory=list)  # Rust: traits of `impl<T> Trait for T`
+    deref: dict[str, str] = field(default_factory=dict)  # Rust: type -> its Deref's Target
     # scope (header lines) -> variable -> its type ("" unknown; "()f" the result of f)
     bindings: dict[Header, dict[str, str]] = field(default_factory=dict)
     selves: dict[Header, str] = field(default_factory=dict)  # scope -> the type `this` is ("")

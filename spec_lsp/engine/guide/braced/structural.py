@@ -7,11 +7,21 @@ in the files beside it. Other files are read from disk (each parsed once per cha
 modification time); only the folder the file is in and those its imports name are read.
 
 A member set is complete (a hard mask) where the type is declared in source and nothing else
-can add to it: a TypeScript class or interface whose bases are all in the workspace and without
-an index signature (with what every object has: `toString`, ...), a Java class likewise (with
-Object's methods), a Go struct whose embedded types are all in the workspace, a workspace Go
-package, a TypeScript module without `export *`. A JavaScript class (fields made by any
-assignment) and every Rust type (traits implemented anywhere, derives, Deref) are not.
+can add to it: a TypeScript class or interface of a module (not a script: its types are
+global), whose bases are all in the workspace, without an index signature, a namespace of its
+name or a `declare module` adding to it (with what every object has: `toString`, ...; all the
+declarations of its name merged), a Java class likewise (with Object's methods; not in a file
+importing Lombok), a Go struct whose embedded types are all in the workspace (its package's
+files all read), a workspace Go package, a TypeScript module without `export *`. A JavaScript
+class (fields made by any assignment) and every Rust type (traits implemented anywhere, macros,
+Deref to a type outside) are not; a Rust type's set has what its derives, the traits
+implemented for it beside it and the standard library's blanket impls give.
+
+An incomplete set is not guided by default (`incomplete_bias` 0: a bias lowers real names:
+what a library base class, a trait or an assignment adds); `guideBias` sets one.
+
+`this` is not known in a JS/TS `function` expression, a class expression or an object
+literal's method, nor in Java's anonymous classes (their own `this`).
 
 The table answers `lookup(scope, receiver)` with dict reads: the receiver's first name in the
 innermost scope that binds it, then each field's declared type.
@@ -40,6 +50,27 @@ _RUST_PATH = re.compile(r"\b(?:[A-Za-z_]\w*::)+[A-Za-z_]\w*")
 _INLINE_MODULE = re.compile(r"^[ \t]*(?:pub(?:\([^)]*\))?[ \t]+)?mod[ \t]+\w+[ \t]*\{", re.M)
 MAX_PATHS = 400  # distinct Rust paths of a file resolved ahead
 SELF_NAMES = {"js": "this", "ts": "this", "java": "this", "rust": "self", "go": ""}
+OWN_THIS = "\x00own this"  # the last scope where the cursor's line opens a `this` of its own
+# on the cursor's line, before it: a function or class whose `this` is its own (JS/TS), an
+# anonymous class (Java); its body still open where the line ends (declared.rebinds_this)
+_OWN_THIS = {
+    "ts": re.compile(r"\b(?:function\b[^{]*|class\b[^{]*)\{"),
+    "js": re.compile(r"\b(?:function\b[^{]*|class\b[^{]*)\{"),
+    "java": re.compile(r"\bnew\s+[\w.]+\s*(?:<[^>]*>)?\s*\([^)]*\)\s*\{"),
+}
+
+
+def own_this(line: str, language: str) -> bool:
+    """Whether the cursor's `line` is inside a function or class opened on it whose `this` is
+    not the enclosing class's (`list.forEach(function (x) { this.`)."""
+    pattern = _OWN_THIS.get(language)
+    if pattern is None or "{" not in line:
+        return False
+    for found in pattern.finditer(line):
+        rest = line[found.end() :]
+        if rest.count("{") - rest.count("}") >= 0:
+            return True
+    return False
 
 
 @dataclass
@@ -47,14 +78,18 @@ class Structural(Table):
     """One file's prepared answers (a Table: the store and the monitor read it as Jedi's)."""
 
     syntax = "braces"
-    incomplete_bias = 100.0  # (`guideBias` unset: the outsiders of an incomplete set masked in
-    # effect; chosen on bench names-braced's choose set, judged on its judge set)
+    # `guideBias` unset: an incomplete set's outsiders are left alone (what a set may miss is
+    # what its bias would forbid: an inherited, derived or assigned member)
+    incomplete_bias = 0.0
+    language: str = ""  # the file's: "ts", "js", "go", "rust", "java"
     headers: frozenset[str] = frozenset()  # the scopes' header lines
     names: dict[Key, Entry] = field(default_factory=dict)
     types: dict[Ref, Resolved] = field(default_factory=dict)
 
     def scope_at(self, text: str) -> Scope:
-        return tuple(line for line in scopes.enclosing_lines(text) if line in self.headers)
+        found = tuple(line for line in scopes.enclosing_lines(text) if line in self.headers)
+        line = text[text.rfind("\n") + 1 :]
+        return (*found, OWN_THIS) if own_this(line, self.language) else found
 
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
         if receiver.startswith(tuple(KEY_PREFIXES.values())):  # (Python's points alone)
@@ -63,6 +98,8 @@ class Structural(Table):
         parts = receiver[:-2].split("::") if path else receiver.split(".")
         if path and len(parts) > 1:  # (`crate::a::T::`: the file's paths, resolved ahead)
             parts = ["::".join(parts)]
+        if scope[-1:] == (OWN_THIS,) and parts[0] == SELF_NAMES.get(self.language):
+            return None
         entry = None
         for i in range(len(scope), -1, -1):
             entry = self.names.get((scope[:i], parts[0]))
@@ -83,6 +120,8 @@ class Structural(Table):
         resolved = self.types.get(ref)
         if resolved is None:
             return None
+        if path and resolved.refs is not None:  # (Java's `T::`, `this::`: any method, `new`)
+            return resolved.refs
         return resolved.members if kind == "value" and not path else resolved.statics
 
     def nbytes(self) -> int:
@@ -92,6 +131,7 @@ class Structural(Table):
 
     def _sets(self) -> list[Members]:
         found = [r.members for r in self.types.values()] + [r.statics for r in self.types.values()]
+        found += [r.refs for r in self.types.values()]
         found += [e[1] for e in self.names.values() if e[0] == "namespace"]
         return [m for m in found if isinstance(m, Members)]
 
@@ -116,6 +156,7 @@ class StructuralAnalyser:
         started = time.perf_counter()
         table = Structural(version)
         own = declared.outline(path or "", text) if path else None
+        table.language = own.language if own is not None else ""
         if own is not None:
             _fill(table, own, Resolver(own, self.outlines), text)
         table.done = True
