@@ -24,7 +24,8 @@ accepted rather than typed. This bench writes function bodies again through the 
   `--accept-after-s` when it is right: Tab for the whole suggestion (one didChange, then the
   item's command, `workspace/executeCommand specLsp.accepted`, as VS Code runs it), else with
   `--partial word` / `line` its next word / line (acceptNextWord / acceptNextLine: one change,
-  the rest stays shown, no command).
+  the rest stays shown, no command). What the next key would insert anyway (one character, a
+  line break with its indentation) is typed, not accepted: one key either way.
 
 Reported, per body and in total: the ratio of completed code (characters inserted by accepts
 over all the bodies' characters; and over their non-blank characters: indentation is the
@@ -61,7 +62,7 @@ from typing import Any
 
 from bench.common import LESS_KNOWN, ROOT
 from bench.soak_args import named_settings, server_command
-from bench.soak_client import Client, Ledger, Request, items_of
+from bench.soak_client import Client, Ledger, Request, clock, items_of
 from bench.soak_report import process_tree, tail
 from bench.soak_typist import Document, open_document, send_change, utf16_len
 from bench.writing_screen import PARTIAL, Pause, Screen, line_start, next_key
@@ -248,6 +249,8 @@ class Written:
     read_cpu_s: float = 0.0
     write_cpu_s: float = 0.0
     seconds: float = 0.0  # from the first key to the last
+    opened_at: str = ""  # wall clock, as the server's log writes it (to read the two together)
+    first_key_at: str = ""
     suggestions: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -280,7 +283,7 @@ class Writer:
         self.doc, self.screen = doc, Screen(written)
         self.result = result = Written(body.name, len(written), len(written) - blank)
         cpu = cpu_seconds(self.pid)
-        self.opened = self.now()
+        self.opened, result.opened_at = self.now(), clock(time.time())
         open_document(client, doc)
         client.notify("specLsp/didFocus", {"textDocument": {"uri": uri}})
         await client.flush(STALL_S)
@@ -288,6 +291,7 @@ class Writer:
         read = cpu_seconds(self.pid)
         result.read_cpu_s = read - cpu
         self.first_key = next_at = self.now()
+        result.first_key_at = clock(time.time())
         thought: set[int] = set()
         while self.screen.done < len(written):
             self.alive()
