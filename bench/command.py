@@ -37,6 +37,7 @@ MODULES = {
     "overhead": "overhead",  # the loop's own cost per token against plain llama-cpp-python
     "probe-cost": "probe_cost",  # what the crash probe adds to a first start
     "soak": "soak",  # the server under editor-like typing: memory, latency, outcomes
+    "writing": "writing",  # a person writing bodies: ghost text in the pauses, Tab, CPU
     "retention": "retention",  # a retention check's cost: rapidfuzz against the exact DP
     "gpu-loop": "gpu_loop",  # the decode loop's curve and speed on this build (a GPU), vs plain
 }

@@ -104,10 +104,16 @@ def options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = {"drafter": args.drafter, "maxTokens": args.max_tokens}
     if args.draft_model:
         options["draftModel"] = model_path(args.draft_model)
-    for setting in args.setting:
+    return {**options, **named_settings(args.setting)}
+
+
+def named_settings(pairs: list[str]) -> dict[str, Any]:
+    """initializationOptions from NAME=JSON pairs (a value that is not JSON: the string)."""
+    settings: dict[str, Any] = {}
+    for setting in pairs:
         name, _, value = setting.partition("=")
         try:
-            options[name] = json.loads(value)
+            settings[name] = json.loads(value)
         except json.JSONDecodeError:
-            options[name] = value
-    return options
+            settings[name] = value
+    return settings

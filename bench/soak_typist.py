@@ -162,6 +162,31 @@ class Document:
         return [self.edit(self.cursor, self.cursor, typed)]
 
 
+def open_document(client: Client, doc: Document) -> None:
+    """didOpen with the document's text and version (Python)."""
+    item = {"uri": doc.uri, "languageId": "python", "version": doc.version, "text": doc.text}
+    client.notify("textDocument/didOpen", {"textDocument": item})
+
+
+def send_change(client: Client, doc: Document, changes: list[Change]) -> int:
+    """didChange, then an Automatic inline completion request at the cursor in place of the
+    document's open one, which gets a `$/cancelRequest` (as VS Code does); the new request's id."""
+    if doc.pending is not None:
+        client.cancel(doc.pending)
+    doc.version += 1
+    client.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": doc.uri, "version": doc.version}, "contentChanges": changes},
+    )
+    params = {
+        "textDocument": {"uri": doc.uri},
+        "position": doc.position(doc.cursor),
+        "context": {"triggerKind": 2},  # Automatic
+    }
+    doc.pending = client.request(INLINE, params)
+    return doc.pending
+
+
 class Typist:
     """Keys into the documents through a Client; keys counts each kind of key pressed."""
 
@@ -178,8 +203,7 @@ class Typist:
             self.open(doc)
 
     def open(self, doc: Document) -> None:
-        item = {"uri": doc.uri, "languageId": "python", "version": doc.version, "text": doc.text}
-        self.client.notify("textDocument/didOpen", {"textDocument": item})
+        open_document(self.client, doc)
 
     def withdraw(self, doc: Document) -> None:
         """The editor drops the document's open request: $/cancelRequest."""
@@ -215,19 +239,8 @@ class Typist:
 
     def changed(self, doc: Document, changes: list[Change]) -> None:
         """didChange, then a new inline completion request in place of the open one."""
-        self.withdraw(doc)
-        doc.version += 1
-        self.client.notify(
-            "textDocument/didChange",
-            {"textDocument": {"uri": doc.uri, "version": doc.version}, "contentChanges": changes},
-        )
-        params = {
-            "textDocument": {"uri": doc.uri},
-            "position": doc.position(doc.cursor),
-            "context": {"triggerKind": 2},  # Automatic
-        }
-        doc.pending = self.client.request(INLINE, params)
-        self._asked[doc.pending] = (doc, doc.version)
+        sent = send_change(self.client, doc, changes)
+        self._asked[sent] = (doc, doc.version)
 
     async def check(self, doc: Document) -> None:
         """The server's text of `doc` (specLsp/document) against the client's, as of now."""
