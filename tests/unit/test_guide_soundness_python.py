@@ -25,7 +25,7 @@ import pytest
 
 from spec_lsp.engine.guide.monitor import Monitor
 from spec_lsp.engine.guide.python.analysis import Analyser
-from spec_lsp.engine.guide.table import Table
+from spec_lsp.engine.guide.table import Hooks, Members, Table
 from spec_lsp.engine.guide.vocabulary import NameTokens
 
 ENDINGS = [b"(", b")", b"\n", b" ", b".", b":", b",", b"[", b" ="]
@@ -1338,6 +1338,86 @@ def test_a_complete_simple_set_still_masks(tmp_path: Path, case: Case) -> None:
     assert np.isfinite(guided[vocab.index(case.name.encode())]), why
     assert not np.isfinite(guided[vocab.index(DECOY.encode())]), f"{DECOY} kept; {why}"
     assert not np.isfinite(guided[vocab.index(b"zz")]), why
+
+
+def test_a_lookup_stops_at_the_scope_that_binds_the_name() -> None:
+    widget = Members(frozenset({"draw"}), True)
+    table = Table(
+        1,
+        {((), "w"): widget, (("class Tool",), "p"): widget, (("class Tool",), "self"): widget},
+        bound={("def f",): frozenset({"w"}), ("class Tool", "def run"): frozenset({"self"})},
+    )
+    assert table.lookup(("def f",), "w") is None  # (f's own `w`: not the module's)
+    assert table.lookup(("def f",), "call w.draw") is None
+    assert table.lookup(("def g",), "w") is widget  # (g reads the module's)
+    assert table.lookup(("def f", "def inner"), "w") is None  # (the enclosing function's)
+    assert table.lookup(("class Tool", "def run"), "p") is None  # (a class's name: not a method's)
+    assert table.lookup(("class Tool",), "p") is widget
+    assert table.lookup(("class Tool", "def run"), "self") is widget  # (keyed by the class)
+    assert table.binds(("def f", "def inner"), "w") and not table.binds(("def g",), "w")
+
+
+def test_a_function_s_local_is_not_the_module_s_name_of_that_text(tmp_path: Path) -> None:
+    case = Case(
+        "local",
+        """
+        class Widget:
+            def draw(self):
+                return 1
+
+
+        widget = Widget()
+
+
+        def show():
+            widget.draw()
+
+
+        def make(factory):
+            widget = factory()
+            widget.""",
+        "anything",
+    )
+    table, text = analysed(tmp_path, case)
+    assert table.bound[("def make",)] >= {"widget", "factory"}
+    assert table.lookup(("def make",), "widget") is None
+    module = table.lookup(("def other",), "widget")
+    assert module is not None and module.complete and "draw" in module.names
+
+
+def test_a_table_published_early_allows_what_is_assigned_on_receivers_not_analysed_yet(
+    tmp_path: Path,
+) -> None:
+    # `config.verbose = True` far from the cursor: its receiver's type is not known when the
+    # first tables are published (the receivers nearest the cursor first)
+    text = src(
+        """
+        class Config:
+            def __init__(self):
+                self.name = "app"
+
+
+        def configure(config: Config) -> None:
+            config.verbose = True
+        """
+    )
+    text += "".join(f"v{i} = 'a'\nv{i}.upper()\n" for i in range(12)) + "conf = Config()\nconf."
+    (tmp_path / "main.py").write_text(text)
+    published: list[Table] = []
+    final = Analyser().analyse(
+        text,
+        version=1,
+        path=str(tmp_path / "main.py"),
+        root=str(tmp_path),
+        near_line=text.count("\n") + 1,
+        hooks=Hooks(publish=published.append),
+    )
+    early = [t.lookup((), "conf") for t in published]
+    assert any(m is not None and m.complete for m in early)
+    for members in [*early, final.lookup((), "conf")]:
+        assert members is None or not members.complete or "verbose" in members.names
+    plain = final.lookup((), "v0")
+    assert plain is not None and "verbose" not in plain.names  # (known: a str, not a Config)
 
 
 def test_the_suite_is_wide_enough() -> None:
