@@ -307,6 +307,37 @@ CASES = [
         print(user.""",
         "email",
     ),
+    Case(
+        "setattr_on_a_parameter_in_a_helper",
+        """
+        class Config:
+            def __init__(self):
+                self.name = "app"
+
+
+        def load(target, values):
+            for key, value in values.items():
+                setattr(target, key, value)
+
+
+        cfg = Config()
+        load(cfg, {"timeout": 3})
+        print(cfg.""",
+        "timeout",
+    ),
+    Case(
+        "vars_of_an_instance_updated_outside",
+        """
+        class Config:
+            def __init__(self):
+                self.name = "app"
+
+
+        cfg = Config()
+        vars(cfg).update(timeout=3)
+        cfg.""",
+        "timeout",
+    ),
     # -- monkey-patching: an instance, the class, a module, from outside
     Case(
         "instance_attribute_set_outside_the_class",
@@ -576,6 +607,45 @@ CASES = [
         vector = Vector()
         vector.""",
         "c0",
+    ),
+    Case(
+        "slotted_subclass_of_a_class_with_a_dict",
+        """
+        class Base:
+            pass
+
+
+        class Packet(Base):
+            __slots__ = ("size",)
+
+            def __init__(self, **fields):
+                for key, value in fields.items():
+                    setattr(self, key, value)
+
+
+        packet = Packet(size=1, flags=2)
+        packet.""",
+        "flags",
+    ),
+    Case(
+        "another_class_s_instance_written_through_its_dict",
+        """
+        class Record:
+            def __init__(self, msg):
+                self.msg = msg
+
+
+        class Logger:
+            def make(self, msg, extra):
+                rv = Record(msg)
+                for key in extra:
+                    rv.__dict__[key] = extra[key]
+                return rv
+
+
+        record = Logger().make("m", {"user": "u"})
+        record.""",
+        "user",
     ),
     # -- properties
     Case(
@@ -1188,6 +1258,66 @@ CASES = [
 # where the set is complete and simple: a name that does not exist is removed
 MASKED = [
     Case(
+        "slotted_class_whose_setattr_names_only_slots",
+        """
+        class Address:
+            __slots__ = ("host", "port")
+
+            def __init__(self, *values):
+                for name, value in zip(self.__slots__, values):
+                    setattr(self, name, value)
+
+
+        address = Address("h", 1)
+        address.""",
+        "port",
+    ),
+    Case(
+        "a_class_that_writes_another_class_s_instance",
+        """
+        class Record:
+            def __init__(self, msg):
+                self.msg = msg
+
+
+        class Logger:
+            def make(self, msg, extra):
+                rv = Record(msg)
+                for key in extra:
+                    rv.__dict__[key] = extra[key]
+                return rv
+
+
+        logger = Logger()
+        logger.""",
+        "make",
+    ),
+    Case(
+        "a_class_restoring_its_state",
+        """
+        class Session:
+            def __init__(self):
+                self.trust_env = True
+
+            def __setstate__(self, state):
+                for attr, value in state.items():
+                    setattr(self, attr, value)
+
+
+        session = Session()
+        session.""",
+        "trust_env",
+    ),
+    Case(
+        "a_module_that_reads_its_globals",
+        """
+        import registry
+
+        registry.""",
+        "lookup",
+        {"registry.py": "def lookup(name):\n    return globals()[name]\n"},
+    ),
+    Case(
         "plain_class_two_methods",
         """
         class Widget:
@@ -1418,6 +1548,39 @@ def test_a_table_published_early_allows_what_is_assigned_on_receivers_not_analys
         assert members is None or not members.complete or "verbose" in members.names
     plain = final.lookup((), "v0")
     assert plain is not None and "verbose" not in plain.names  # (known: a str, not a Config)
+
+
+def test_a_dynamic_write_far_from_an_edit_still_counts(tmp_path: Path) -> None:
+    helper = src(
+        """
+        class Config:
+            def __init__(self):
+                self.name = "app"
+
+
+        def load(target, values):
+            for key, value in values.items():
+                setattr(target, key, value)
+
+
+        cfg = Config()
+        load(cfg, {})
+        """
+    )
+    text = helper + "x = 1\n" * 60 + "cfg."
+    path = str(tmp_path / "main.py")
+    (tmp_path / "main.py").write_text(text)
+    analyser = Analyser()
+    first = analyser.analyse(text, version=1, path=path, root=str(tmp_path), near_line=1)
+    edited = text + "name\ncfg."
+    second = analyser.analyse(
+        edited, version=2, path=path, root=str(tmp_path), near_line=edited.count("\n") + 1,
+        earlier=first,
+    )  # fmt: skip
+    assert analyser._targets[path]  # (the write's type, kept for the next version)
+    for table in (first, second):
+        cfg = table.lookup((), "cfg")
+        assert cfg is not None and not cfg.complete
 
 
 def test_the_suite_is_wide_enough() -> None:

@@ -74,6 +74,7 @@ FIRST = 8  # receivers (the nearest the cursor) after which what is ready is pub
 EVERY_S = 2.0  # then at most this often
 NOT_MEMBERS = ("from ", "module ", "call ")  # the keys that are not a receiver's `x.`
 Kinds = tuple[frozenset[Ident], frozenset[Ident]]  # a receiver's own classes, and their bases
+Target = tuple[str, str | None, str]  # a write's target, the name written, the line's text
 UNION = True  # the union rule adds the document's names (False: a benchmark's Jedi-only variant)
 
 
@@ -121,8 +122,10 @@ class Analyser:
     def __init__(self, *, budget_seconds: float = 20.0, max_receivers: int = 400) -> None:
         self.budget_seconds, self.max_receivers = budget_seconds, max_receivers
         self._projects: dict[str, jedi.Project] = {}
-        # per document, the types behind each receiver analysed (for the union by type)
+        # per document, the types behind each receiver analysed (for the union by type), and
+        # those of the targets of its `setattr` and `__dict__` writes
         self._kinds: dict[str, dict[Key, Kinds]] = {}
+        self._targets: dict[str, dict[Target, frozenset[Ident]]] = {}
 
     def analyse(
         self,
@@ -164,7 +167,10 @@ class Analyser:
         if earlier is None:
             self._kinds[path or ""] = {}
         kinds = self._kinds.setdefault(path or "", {})
-        typed, dynamic = _targets(script, document, reading, started + self.budget_seconds)
+        seen = self._targets.get(path or "", {}) if earlier is not None else {}
+        typed, dynamic, self._targets[path or ""] = _targets(
+            script, document, reading, seen, near_line, started + self.budget_seconds
+        )
         widened = Widening(kinds, document, typed, dynamic, writes)
         published = 0.0
         for n, occurrence in enumerate(todo):
@@ -219,6 +225,7 @@ class Analyser:
         parse of it, process-wide, until 600 files are held) lets it go."""
         with _JEDI:
             self._kinds.pop(path, None)
+            self._targets.pop(path, None)
             for held in parso.cache.parser_cache.values():
                 held.pop(Path(path).absolute(), None)
                 held.pop(path, None)
@@ -274,27 +281,40 @@ def _members(
 
 
 def _targets(
-    script: object, document: Document, reading: Sources, deadline: float
-) -> tuple[dict[Ident, set[str]], set[Ident]]:
+    script: object,
+    document: Document,
+    reading: Sources,
+    seen: dict[Target, frozenset[Ident]],
+    near_line: int,
+    deadline: float,
+) -> tuple[dict[Ident, set[str]], set[Ident], dict[Target, frozenset[Ident]]]:
     """The types the document's `setattr` and `__dict__` writes are on (outside the classes'
     own bodies, which their reading covers): the names a literal one adds to each, and those
-    a dynamic one makes open-ended."""
+    a dynamic one makes open-ended. A write an earlier version had, on a line of the same text
+    more than NEAR lines from `near_line`, keeps the types found then (`seen`); returned: the
+    types of this version's writes."""
     typed: defaultdict[Ident, set[str]] = defaultdict(set)
     dynamic: set[Ident] = set()
-    for line, column, name in document.targets:
-        if time.perf_counter() > deadline:
-            break
-        try:
-            inferred = script.infer(line, column)  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 (Jedi's own errors: the text rule alone)
-            continue
-        own = reading.facts(inferred).own
+    found: dict[Target, frozenset[Ident]] = {}
+    lines = document.lines
+    for line, column, target, name in document.targets:
+        key = (target, name, lines[line - 1].strip() if line <= len(lines) else "")
+        own = seen.get(key) if abs(line - near_line) > NEAR else None
+        if own is None:
+            if time.perf_counter() > deadline:
+                break
+            try:
+                inferred = script.infer(line, column)  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 (Jedi's own errors: the text rule alone)
+                continue
+            own = reading.facts(inferred).own
+        found[key] = own
         if name is None:
             dynamic |= own
         else:
             for ident in own:
                 typed[ident].add(name)
-    return typed, dynamic
+    return typed, dynamic, found
 
 
 @dataclass

@@ -56,11 +56,16 @@ _ASSIGNED = re.compile(
     r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\.([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)"
 )
 _MODULE_DYNAMIC = re.compile(
-    r"\bglobals\(\)\s*(?:\[|\.update|\.setdefault|\.__setitem__)"
+    r"\bglobals\(\)\s*(?:\[[^\]\n]*\]\s*=(?!=)|\.(?:update|setdefault|__setitem__)\()"
     r"|\bsys\.modules\[\s*__name__\s*\]"
-    r"|^(?:vars|locals)\(\)\s*(?:\[|\.update)",
+    r"|^(?:vars|locals)\(\)\s*(?:\[[^\]\n]*\]\s*=(?!=)|\.update\()",
     re.M,
 )
+# what a local a class's method writes on was made from, where it is the class's own instance
+# (or the class): `obj = cls()`, `new = object.__new__(cls)`, `copy.copy(self)`
+_OWN = r"(?:cls|self|mcs|metacls|type\(\s*self\s*\)|object\.__new__|super\(|copy\.)"
+# methods that write back attributes the instance (or another of its class) already had
+RESTORING = frozenset({"__setstate__", "__copy__", "__deepcopy__", "__replace__"})
 # class decorators known to add no member a completion would not list (a dataclass's own are
 # added: DATACLASS); any other decorator may add anything
 KNOWN_DECORATORS = frozenset(
@@ -92,7 +97,9 @@ OPEN = Facts(dynamic=True)  # nothing could be read: open-ended
 class _Class:
     on_self: frozenset[str]
     names: frozenset[str]
-    dynamic: bool
+    dynamic: bool  # something can add names to the class (and so to its instances)
+    dynamic_instances: bool  # something can add names to an instance (unless slots forbid)
+    slotted: bool  # `__slots__` of literal names without `__dict__`: an instance has no others
 
 
 @dataclass
@@ -107,16 +114,17 @@ class Document:
     twice: frozenset[str] = frozenset()  # names the module binds more than once
     # receiver -> the names assigned on it (`x.name = ...`, a literal `setattr`; not self's)
     assigned: dict[str, set[str]] = field(default_factory=dict)
-    # writes whose target's type is read from Jedi: (line, column at the target's end, name or
-    # None where dynamic)
-    targets: list[tuple[int, int, str | None]] = field(default_factory=list)
+    # writes whose target's type is read from Jedi: (line, column at the target's end, the
+    # target, the name or None where dynamic)
+    targets: list[tuple[int, int, str, str | None]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the document's
 
 
 def document(text: str, module: Any) -> Document:
     """The document's uses, dynamic writes and bindings (`module`: its parso tree, or None)."""
     found = Document()
     uses: defaultdict[tuple[Scope, str], set[str]] = defaultdict(set)
-    lines = text.split("\n")
+    lines = found.lines = text.split("\n")
     for line, scope in zip(lines, scopes.each_line(lines)):
         for chain in _CHAIN.findall(line):
             parts = chain.split(".")
@@ -153,7 +161,7 @@ def _document_writes(module: Any, found: Document) -> None:
             found.assigned.setdefault(target, set()).add(name)
         if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", target):
             line, column = node.end_pos
-            found.targets.append((line, column, name))
+            found.targets.append((line, column, target, name))
 
 
 def _bindings(module: Any) -> tuple[dict[Scope, frozenset[str]], frozenset[str]]:
@@ -231,11 +239,12 @@ class Sources:
                 cls = value if value.is_class() else value.class_value
                 if cls.py__name__() in self.twice and not _stub(cls):
                     dynamic = True  # (defined twice here: `if TYPE_CHECKING: ... else: ...`)
-                first = True
+                first, slotted, writes_instances = True, True, False
                 for ancestor in cls.py__mro__():
                     ident = _ident(ancestor)
                     if ident is None or _stub(ancestor):
                         first = False
+                        slotted = slotted and ancestor.py__name__() == "object"
                         continue
                     if first:
                         own.add(ident)
@@ -245,13 +254,17 @@ class Sources:
                     on_self |= read.on_self
                     names |= read.names
                     dynamic |= read.dynamic
+                    writes_instances |= read.dynamic_instances
+                    slotted = slotted and read.slotted
+                # (an instance of classes that all have slots takes no name a setattr gives)
+                dynamic |= writes_instances and not slotted
                 for meta in cls.get_metaclasses():
                     ident = _ident(meta)
                     if ident is not None and not _stub(meta):
                         read = self._class(meta, ident)
                         on_self |= read.on_self
                         names |= read.names
-                        dynamic |= read.dynamic
+                        dynamic |= read.dynamic or read.dynamic_instances
         return Facts(frozenset(on_self), frozenset(names), dynamic, frozenset(own), frozenset(mro))
 
     def _class(self, cls: Any, ident: Ident) -> _Class:
@@ -275,19 +288,28 @@ class Sources:
                 dynamic = True
             elif called.endswith("dataclass"):
                 names |= DATACLASS
-        slots = _SLOTS.search(code)
-        if slots is not None:
+        slotted = instances = False
+        if _SLOTS.search(code) is not None:
             found, literal = _slots(node)
             names |= found
             dynamic |= not literal
+            slotted = literal and "__dict__" not in found
         if _WRITING.search(code):
             for target, name, leaf in writes(node):
                 if name is not None:
                     names.add(name)
-                elif not _elsewhere(target, leaf):
-                    dynamic = True
+                    continue
+                on = _written_on(target, leaf, node.name.value)
+                instances |= on == "instance"
+                dynamic |= on == "class"
         patched, open_ended = self._patched(ident[0], node.name.value)
-        return _Class(frozenset(on_self), frozenset(names | patched), dynamic or open_ended)
+        return _Class(
+            frozenset(on_self),
+            frozenset(names | patched),
+            dynamic or open_ended,
+            instances,
+            slotted,
+        )
 
     def _patched(self, path: str, class_name: str) -> tuple[frozenset[str], bool]:
         """`Class.name = ...` and `setattr(Class, ...)` in the class's module: the names, and
@@ -387,14 +409,11 @@ def _slots(node: Any) -> tuple[frozenset[str], bool]:
         for expr in _statements(statement):
             if expr.type != "expr_stmt" or expr.children[0].get_code().strip() != "__slots__":
                 continue
-            value = expr.children[-1]
-            items = _items(value)
-            for item in items:
-                match = _LITERAL.match(item.get_code(include_prefix=False).strip())
-                if match is None:
-                    literal = False
-                else:
-                    names.add(match.group(2))
+            found = _slot_names(expr.children[-1])
+            if found is None:
+                literal = False
+            else:
+                names.update(found)
     return frozenset(names), literal
 
 
@@ -405,23 +424,34 @@ def _statements(node: Any) -> Iterator[Any]:
         yield node
 
 
-def _items(value: Any) -> list[Any]:
-    """A literal tuple, list, set or dict's items (a dict: its keys); else [value]."""
+def _slot_names(value: Any) -> list[str] | None:
+    """The names a literal string, tuple, list, set or dict (its keys; `dict(a=...)` too)
+    gives; None where it is not one."""
+    if value.type in ("atom_expr", "power") and len(value.children) == 2:
+        called, trailer = value.children
+        if called.type == "name" and called.value == "dict" and trailer.children[0] == "(":
+            args = [] if len(trailer.children) == 2 else _split(trailer.children[1])
+            keywords = [a for a in args if a.type == "argument" and a.children[1] == "="]
+            if len(keywords) != len(args):
+                return None
+            return [a.children[0].value for a in keywords]
+        return None
+    items: list[Any] = [value]
     if value.type == "atom" and len(value.children) == 2:
-        return []  # (`()`, `[]`)
-    if value.type == "atom" and len(value.children) == 3:
+        items = []  # (`()`, `[]`)
+    elif value.type == "atom" and len(value.children) == 3:
         inner = value.children[1]
+        items = [inner]
         if inner.type in ("testlist_comp", "dictorsetmaker"):
             if any(c.type in ("sync_comp_for", "comp_for") for c in inner.children):
-                return [inner]  # (a comprehension: not literal)
+                return None  # (a comprehension)
             items = [c for c in inner.children if c.type != "operator"]
             if inner.type == "dictorsetmaker" and any(c == ":" for c in inner.children):
                 items = inner.children[0::4]  # (the keys)
-            return items
-        return [inner]
-    if value.type in ("testlist", "testlist_star_expr"):
-        return [c for c in value.children if c.type != "operator"]
-    return [value]
+    elif value.type in ("testlist", "testlist_star_expr"):
+        items = [c for c in value.children if c.type != "operator"]
+    names = [_literal(item) for item in items]
+    return None if None in names else [n for n in names if n is not None]
 
 
 def writes(node: Any) -> Iterator[tuple[str, str | None, Any]]:
@@ -556,21 +586,38 @@ def _literal(node: Any) -> str | None:
     return match.group(2) if match else None
 
 
-def _elsewhere(target: str, leaf: Any) -> bool:
-    """A write in a class's body that is not on the class or its instances: on a parameter
-    other than a method's first (`setattr(namespace, dest, v)`), or on a member of something
-    (`setattr(self.options, k, v)`)."""
+def _written_on(target: str, leaf: Any, class_name: str) -> str:
+    """What a write with a name that is not a literal, in a class's body, is on: "class" (the
+    class: `cls`, `type(self)`, the class's name, its body's `vars()`), "instance" (`self`, or a
+    local made from the class: `obj = cls()`), or "" (something else: a parameter other than
+    a method's first, `setattr(namespace, dest, v)`; a member of something, `setattr(self.
+    options, k, v)`; a local made otherwise; or a method that writes back attributes an
+    instance had, `__setstate__`)."""
     compact = re.sub(r"\s+", "", target)
-    if compact in ("type(self)", "type(cls)", "self.__class__", "cls.__class__", ""):
-        return False
-    if re.fullmatch(r"[A-Za-z_]\w*", compact):
-        function: Any = search_ancestor(leaf, "funcdef", "lambdef")
-        if function is None:
-            return False
-        params = [p.name.value for p in function.get_params()]
-        first = 1 if function.type == "funcdef" and _method(function) else 0
-        return compact in params[first:]
-    return bool(re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]*\])+", compact))
+    function: Any = search_ancestor(leaf, "funcdef", "lambdef")
+    if function is not None and function.type == "funcdef":
+        if function.name.value in RESTORING:
+            return ""
+    if compact in ("", "cls", "type(self)", "type(cls)", "self.__class__", class_name, "mcs"):
+        return "class"
+    if compact == "self":
+        return "instance"
+    if not re.fullmatch(r"[A-Za-z_]\w*", compact):
+        member = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]*\])+", compact)
+        return "" if member else "class"  # (a call's result: anything)
+    if function is None:
+        return "class"  # (in the class's body itself)
+    params = [p.name.value for p in function.get_params()]
+    method = function.type == "funcdef" and _method(function)
+    if method and params and compact == params[0]:
+        return "class" if function.name.value in ("__new__", "__init_subclass__") else "instance"
+    if compact in params:
+        return ""
+    code = function.get_code(include_prefix=False)
+    name = re.escape(compact)
+    made = re.findall(rf"(?<![\w.]){name}[ \t]*(?::[^=\n]*)?=(?!=)[ \t]*([^\n]*)", code)
+    own = rf"(?:{_OWN}|{re.escape(class_name)}\b)"
+    return "instance" if any(re.match(own, value) for value in made) else ""
 
 
 def _method(function: Any) -> bool:
