@@ -1309,6 +1309,23 @@ MASKED = [
         "trust_env",
     ),
     Case(
+        "a_class_that_copies_itself",
+        """
+        class Point:
+            def __init__(self):
+                self.x = 0
+
+            def __copy__(self):
+                new = object.__new__(type(self))
+                new.__dict__.update(self.__dict__)
+                return new
+
+
+        point = Point()
+        point.""",
+        "x",
+    ),
+    Case(
         "a_module_that_reads_its_globals",
         """
         import registry

@@ -9,10 +9,13 @@ of the module they are defined in, for:
 - names they make that Jedi does not list: `__slots__` of literal strings, a literal
   `setattr(x, "name", ...)`, `Class.name = ...` in the class's module, what a dataclass gets;
 - what makes the set open-ended (`dynamic`): a `setattr` or a write through `__dict__`/`vars()`
-  with a name that is not a literal, a `__getattr__`/`__getattribute__`/`__setattr__` defined in
-  source, `__slots__` made by an expression, a base that does not resolve, a class decorator that
-  is not one of the few known to add nothing unlisted; a module that writes its `globals()` or
-  itself through `sys.modules`.
+  with a name that is not a literal, on the class or on an instance of it (`self`, a local made
+  by `cls()`; an instance of classes that all have literal slots takes no other name; a write
+  on a parameter, a member or a local made otherwise is another object's, and one in
+  `__setstate__` or a copy writes back names an instance had), a `__getattr__`,
+  `__getattribute__` or `__setattr__` defined in source, `__slots__` made by an expression, a
+  base that does not resolve, a class decorator that is not one of the few known to add nothing
+  unlisted; a module that writes its `globals()` or itself through `sys.modules`.
 
 In the document itself: every name used after a `.` on each receiver (`uses`: a name the file
 already writes on a receiver, or on one of the same type, is allowed), the receivers a dynamic
@@ -153,6 +156,9 @@ def _document_writes(module: Any, found: Document) -> None:
     for target, name, node in writes(module):
         if not target or target.split(".", 1)[0] in SELF or target.startswith("type("):
             continue  # (the class's own: its reading says)
+        function: Any = search_ancestor(node, "funcdef")
+        if function is not None and function.name.value in RESTORING:
+            continue  # (a copy's, or a state written back: names an instance had)
         key: tuple[Scope, str] = ((), target)
         if name is None:
             found.dynamic.add(key)
