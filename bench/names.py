@@ -21,7 +21,8 @@ prompt:
   receiver, complete or not, where a name is defined too) until the first name is written;
   `--plain-bias B` adds plain+bias=B: the other tokens lowered by B instead;
 - on-jedi: on, with the members Jedi lists alone (analysis.Bodies left out: not the names the
-  classes' own bodies use on `self`), the file analysed again for it; last in a case's row;
+  classes' own bodies use on `self` nor those their sources make; nor the document's own uses
+  of the receiver), the file analysed again for it; last in a case's row;
 - on-dunders=B (`--dunders B`): on, with the dunders every object has (OBJECT_DUNDERS) lowered
   by B (inf: left out) where the member set is complete and what is written does not open with
   `__`; a rule tried on the fit and choose sets before the product takes it;
@@ -53,7 +54,7 @@ import time
 import tokenize
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -351,13 +352,20 @@ def mentioned(document: str) -> frozenset[str]:
 
 @contextmanager
 def _jedi_only() -> Iterator[None]:
-    """The analysis without what the classes' bodies use on `self` (Jedi's members alone)."""
-    used = analysis.Bodies.used_on_self
+    """The analysis without what the classes' bodies use on `self`, the names their sources
+    make and the document's own uses of each receiver (Jedi's members alone; a set is complete
+    by the same rules)."""
+    used, facts = analysis.Bodies.used_on_self, analysis.Bodies.facts
     analysis.Bodies.used_on_self = lambda self, inferred: frozenset()  # type: ignore[method-assign]
+    analysis.Bodies.facts = lambda self, inferred: replace(  # type: ignore[method-assign]
+        facts(self, inferred), on_self=frozenset(), names=frozenset()
+    )
+    analysis.UNION = False
     try:
         yield
     finally:
-        analysis.Bodies.used_on_self = used  # type: ignore[method-assign]
+        analysis.Bodies.used_on_self, analysis.Bodies.facts = used, facts  # type: ignore[method-assign]
+        analysis.UNION = True
 
 
 def _demoting(guided: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:

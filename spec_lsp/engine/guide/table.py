@@ -29,7 +29,9 @@ def key_of(kind: str, receiver: str) -> str:
 @dataclass(frozen=True)
 class Members:
     names: frozenset[str]
-    complete: bool  # every type behind the receiver is defined in source: nothing else exists
+    # nothing can add to the set: a hard mask (a mask that forbids a name that exists is worse
+    # than none); where something can (a stub, a dynamic write, an unknown base), False
+    complete: bool
 
 
 @dataclass
@@ -41,6 +43,9 @@ class Table:
     seconds: float = 0.0  # time the analysis took
     done: bool = False  # every receiver found was analysed (not cut by the time budget)
     partial: bool = False  # published while the analysis goes on
+    # the names each function and class binds (Python's analysis): a receiver whose first name a
+    # scope binds is that scope's, never an outer scope's of the same text
+    bound: dict[Scope, frozenset[str]] = field(default_factory=dict)
 
     def merged(self, earlier: Table | None) -> Table:
         """This table with what `earlier` answered and this one has not (yet)."""
@@ -59,13 +64,32 @@ class Table:
         return scopes.at_end(text)
 
     def lookup(self, scope: Scope, receiver: str) -> Members | None:
-        """The receiver's members in `scope` or the nearest enclosing scope that has them."""
-        scope = keyed(scope, receiver.removeprefix("call "))
+        """The receiver's members in `scope` or the nearest enclosing scope that has them, as
+        Python resolves a name: not past a scope that binds it (its own answer there or none),
+        and not in the body of a class around a function (a class's names are not its
+        methods')."""
+        chain = receiver.removeprefix("call ")
+        scope = keyed(scope, chain)
+        first = chain.split(".", 1)[0]
+        own = first in SELF  # (keyed by the class already)
         for i in range(len(scope), -1, -1):
+            if not own and 0 < i < len(scope) and scope[i - 1].startswith("class "):
+                continue
             found = self.members.get((scope[:i], receiver))
             if found is not None:
                 return found
+            if not own and first in self.bound.get(scope[:i], ()):
+                return None
         return None
+
+    def binds(self, scope: Scope, name: str) -> bool:
+        """Whether `name` in `scope` is bound by `scope` or an enclosing function (not the
+        module): a local, not the module-level name of that text."""
+        return any(
+            name in self.bound.get(scope[:i], ())
+            for i in range(len(scope), 0, -1)
+            if i == len(scope) or not scope[i - 1].startswith("class ")
+        )
 
     def nbytes(self) -> int:
         """A rough size: the keys and the distinct member sets (shared sets counted once)."""
