@@ -30,6 +30,9 @@ def key_of(kind: str, receiver: str) -> str:
 class Members:
     names: frozenset[str]
     complete: bool  # every type behind the receiver is defined in source: nothing else exists
+    # the files the set was read from (a complete set's: where its types and members are
+    # defined): an edit of one of them, open in the editor, may change it
+    sources: frozenset[str] = frozenset()
 
 
 @dataclass

@@ -24,7 +24,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from inspect import Parameter
 from pathlib import Path
@@ -35,6 +35,7 @@ import parso.cache
 import parso.utils
 
 from spec_lsp.engine.guide import scopes
+from spec_lsp.engine.guide.python import buffers as open_documents
 from spec_lsp.engine.guide.table import NO_HOOKS, SELF, Hooks, Key, Members, Table, key_of, keyed
 
 # Python 3.11 compiling on two threads at once can fail ("AST constructor recursion depth
@@ -115,12 +116,19 @@ class Analyser:
         near_line: int = 0,
         earlier: Table | None = None,
         hooks: Hooks = NO_HOOKS,
+        buffers: Mapping[str, tuple[str, float]] | None = None,
     ) -> Table:
         """The table for `text`. Between receivers, `hooks.paused` (the seconds it waited are
         not counted in the time budget nor in the table's time); after the FIRST receivers and
-        then every EVERY_S, `hooks.publish` with what is ready (`done` False)."""
+        then every EVERY_S, `hooks.publish` with what is ready (`done` False). `buffers`: the
+        other documents open in the editor (path -> (text, time of its last edit)): read for
+        those modules instead of their files (buffers.py)."""
         with _JEDI:
-            return self._analyse(text, version, path, root, near_line, earlier, hooks)
+            open_documents.use(buffers or {})
+            try:
+                return self._analyse(text, version, path, root, near_line, earlier, hooks)
+            finally:
+                open_documents.use({})
 
     def _analyse(
         self,
@@ -134,6 +142,7 @@ class Analyser:
     ) -> Table:
         started = time.perf_counter()
         script = jedi.Script(code=text, path=path, project=self._project(root))
+        open_documents.install(script)
         table = Table(version)
         todo = self._order(text, near_line, earlier)
         module_names = _module_level_names(script)
@@ -152,7 +161,11 @@ class Analyser:
             members = _members(script, occurrence, bodies)
             if members is None:
                 continue
-            members = Members(shared.setdefault(members.names, members.names), members.complete)
+            members = Members(
+                shared.setdefault(members.names, members.names),
+                members.complete,
+                shared.setdefault(members.sources, members.sources),
+            )
             table.members[occurrence.key] = members
             first = occurrence.key[1].removeprefix("call ").split(".", 1)[0]
             if occurrence.key[0] and first in module_names and first not in SELF:
@@ -217,7 +230,7 @@ def _members(script: object, occurrence: Occurrence, bodies: Bodies) -> Members 
     complete = bool(inferred) and "__getattr__" not in names and _in_source(inferred)
     if occurrence.key[1].startswith("module "):
         complete = complete and all(_a_whole_package(name) for name in inferred)
-    return Members(names, complete)
+    return Members(names, complete, _sources([*found, *inferred]) if complete else frozenset())
 
 
 def _metaclass_names(inferred: list[object]) -> frozenset[str]:
@@ -275,7 +288,11 @@ class Bodies:
 
 
 def _source(path: str) -> str:
-    """Another module's text, read once while its modification time holds."""
+    """Another module's text (an open document's as the editor holds it), read once while its
+    modification time holds."""
+    edited = open_documents.text(path)
+    if edited is not None:
+        return edited
     try:
         stamp = Path(path).stat().st_mtime_ns
     except OSError:
@@ -305,7 +322,14 @@ def _parameters(script: object, occurrence: Occurrence) -> Members | None:
     if not found or not names:
         return None
     in_source = all(str(s.module_path or "").endswith(".py") for s in found)
-    return Members(names, in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds))
+    complete = in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds)
+    return Members(names, complete, _sources(found) if complete else frozenset())
+
+
+def _sources(names: list[object]) -> frozenset[str]:
+    """The files Jedi read `names` from ("": the text analysed, without a path)."""
+    paths = {getattr(name, "module_path", None) for name in names}
+    return frozenset(open_documents.key(p) if p else "" for p in paths)
 
 
 def _in_source(inferred: list[object]) -> bool:
