@@ -237,8 +237,23 @@ def test_a_first_ask_waits_for_a_first_table_that_comes_soon(tmp_path, monkeypat
     assert engine.stats()["guide"]["waited_ms"] > 0
     assert analyses.wait(busy, 120)  # (resumed after)
     # a first table this machine makes slowly is not waited for
-    analyses._firsts[True].extend([25.0] * 8)
+    analyses._firsts[True].extend([1.0] * 8)  # (seconds a line)
     late = (tmp_path / "late.py").as_uri()
     engine.document_changed(late, SHAPES)
     found = ask(engine, late, SHAPES)
     assert found.stats.guide_unprepared == 1 and found.stats.guide_waited_ms == 0
+
+
+def test_a_document_opened_meanwhile_does_not_wait_for_another_s_whole_analysis(tmp_path):
+    analyses = analyses_for()
+    busy = (tmp_path / "busy.py").as_uri()
+    analyses.document_changed(busy, "\n".join(f"v{i} = 'a'\nv{i}.upper()" for i in range(60)))
+    while analyses.table(busy) is None:
+        time.sleep(0.01)
+    uri = (tmp_path / "shapes.py").as_uri()
+    analyses.document_changed(uri, SHAPES)
+    assert analyses.wait(uri, 60)
+    assert not analyses.current(busy)  # (stopped for it, at its next receiver)
+    assert analyses.wait(busy, 120)  # (then resumed, what it had found kept)
+    table = analyses.table(busy)
+    assert table is not None and table.lookup((), "v0") is not None

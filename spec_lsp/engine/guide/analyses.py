@@ -53,6 +53,7 @@ PYTHON = (".py", ".pyi")
 BRACED = tuple(LANGUAGES)  # the brace languages' extensions (tree-sitter's analysis)
 SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
 WAIT_S = 1.0  # a request whose document has no table yet waits at most this long for it
+FLOOR_LINES = 300  # (the first tables' estimate: a smaller file takes as long as this many lines)
 MAX_EDITS = 200  # edits kept since a document's table; more are taken as one
 # what the warm-up analyses: Jedi's builtins (str, list, dict) and a module of the library
 WARM_TEXT = 's = ""\ns.\nl = []\nl.\nd = {}\nd.\nimport os\nos.\nos.path.\n'
@@ -98,10 +99,14 @@ class Analyses:
         self._asked: tuple[str, int] | None = None  # (document, line) a request waits for
         self._running: tuple[str, int] | None = None  # (document, line it began nearest to)
         self._preempted = False  # the running analysis stops for another (and is queued again)
+        self._fresh: set[str] = set()  # documents opened or edited since it started
         self._paused_s = 0.0  # the running analysis's time waiting for requests
         self._warming = "cold"  # cold | queued | running | warm (Jedi's builtins loaded)
         self._may_warm = False  # the engine is loaded: the warm-up may start
+        # (python or not) -> the seconds per line of the recent first tables (a file of
+        # fewer than FLOOR_LINES counted as that many), and the warm-up's until one is timed
         self._firsts: dict[bool, deque[float]] = {True: deque(maxlen=8), False: deque(maxlen=8)}
+        self._prior: float | None = None
         self.delay_s = float(os.environ.get("SPEC_LSP_ANALYSIS_DELAY_MS", "0")) / 1000
         # (tests: "0", no warm-up: a Jedi run beside tests that never open a Python file)
         self.warms = os.environ.get("SPEC_LSP_JEDI_WARM_UP", "1") != "0"
@@ -184,6 +189,7 @@ class Analyses:
             self._pending.remove(document_id)
         if last:
             self._pending.append(document_id)
+            self._fresh.add(document_id)
         else:  # (behind every document edited)
             self._pending.insert(0, document_id)
         self._start()
@@ -358,13 +364,18 @@ class Analyses:
         return running or document_id in self._pending
 
     def _expected(self, held: _Document) -> float | None:
-        """The seconds a first table of it takes on this machine lately (None: Jedi cold)."""
-        firsts = self._firsts[held.python]
-        if held.python and self._warming != "warm" and not firsts:
-            return None  # (Jedi's first analysis in this process: seconds)
-        if not firsts:
-            return 0.0  # (warm, none timed yet: as long as the budget at most)
-        return statistics.median(firsts)
+        """The seconds a first table of it takes on this machine lately, for its length
+        (None: Jedi cold, or nothing timed yet)."""
+        rates = list(self._firsts[held.python])
+        if held.python and not rates and self._prior is not None:
+            rates = [self._prior]
+        if not rates:
+            return 0.0 if not held.python else None  # (tree-sitter: milliseconds)
+        return statistics.median(rates) * max(held.text.count("\n") + 1, FLOOR_LINES)
+
+    def _timed(self, python: bool, seconds: float, text: str) -> None:
+        """A first table's time (any thread: a deque's append)."""
+        self._firsts[python].append(seconds / max(text.count("\n") + 1, FLOOR_LINES))
 
     def _ready_for(self, document_id: str, line: int) -> bool:
         """A table for the document's text with the receivers near `line` (or closed)."""
@@ -427,6 +438,7 @@ class Analyses:
                     if h.python and d != job
                 }
                 self._running, self._preempted, self._paused_s = (job, near), False, 0.0
+                self._fresh = set()
                 first = held.table is None
                 work = (held.version, held.text, self._clock)
             imported = edits.imported_names(work[1]) if held.python else frozenset()
@@ -482,8 +494,9 @@ class Analyses:
 
     def _stop(self, document: str, version: int) -> bool:
         """(Between receivers:) the analysis stops: the analyses closed, the document closed,
-        a request waits for another document (or far from where this one began), or an edit
-        since changed what this one is finding."""
+        a request waits for another document (or far from where this one began), another
+        document was opened or edited meanwhile (the person is there now: this one resumes
+        after it, what it found kept), or an edit since changed what this one is finding."""
         if self._closed:
             return True
         held = self._documents.get(document)
@@ -491,7 +504,7 @@ class Analyses:
             return True
         asked, running = self._asked, self._running
         far = asked is not None and running is not None and abs(asked[1] - running[1]) > NEAR
-        if asked is not None and (asked[0] != document or far):
+        if (asked is not None and (asked[0] != document or far)) or self._fresh - {document}:
             self._preempted = True
             return True
         if held.version != version and (change := self._since(held, version)):
@@ -519,7 +532,7 @@ class Analyses:
         def publish(partial: Table) -> None:
             nonlocal published
             if first and not published:
-                self._firsts[not braced].append(time.perf_counter() - started - self._paused_s)
+                self._timed(not braced, time.perf_counter() - started - self._paused_s, text)
             published = True
             self._publish(document, partial, seen, near, imported)
 
@@ -547,7 +560,7 @@ class Analyses:
                 self._lock.notify_all()
             return
         if first and not published and table.done:
-            self._firsts[not braced].append(time.perf_counter() - started - self._paused_s)
+            self._timed(not braced, time.perf_counter() - started - self._paused_s, text)
         time.sleep(self.delay_s)  # (tests: a late analysis)
         with self._lock:
             self._running = None
@@ -558,7 +571,7 @@ class Analyses:
                 if self._preempted:  # (resumed after the other: what it found is kept)
                     table.partial = True
                     if document not in self._pending:
-                        self._queue(document)
+                        self._queue(document, last=False)
                 self._store(held, table, seen, near, imported)
             self.runs += 1
             self.seconds += table.seconds
@@ -595,7 +608,7 @@ class Analyses:
         hooks = Hooks(
             cancelled=lambda: self._closed or bool(self._pending), paused=self._wait_for_idle
         )
-        timed: list[float] = []
+        timed: list[float] = []  # (each pass done)
         try:
             for _pass in range(2):
                 self._paused_s = 0.0
@@ -603,16 +616,16 @@ class Analyses:
                 table = self.analyser.analyse(
                     WARM_TEXT, version=0, path=None, root=None, near_line=1, hooks=hooks
                 )
-                timed.append(time.perf_counter() - started - self._paused_s)
                 if not table.done:
                     break
+                timed.append(time.perf_counter() - started - self._paused_s)
         except Exception:  # noqa: BLE001 (the first analysis pays it then)
             log.debug("the warm-up of Jedi failed", exc_info=True)
         with self._lock:
             self._warming = "warm"
-            self.warm_seconds = timed[0] if timed else None
-            if len(timed) == 2 and not self._firsts[True]:
-                self._firsts[True].append(timed[1])
+            self.warm_seconds = timed[0] if timed else None  # (None: a document came first)
+            if len(timed) == 2:  # (a small file's first table, warm)
+                self._prior = timed[1] / FLOOR_LINES
             self._lock.notify_all()
 
     def _root(self, path: str) -> str | None:
