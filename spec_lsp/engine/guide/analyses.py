@@ -75,6 +75,8 @@ class _Document:
     table_near: int | None = None  # the line that analysis began nearest to
     imported: frozenset[str] = frozenset()  # the names the table's text binds by imports alone
     edits: list[tuple[int, Change]] = field(default_factory=list)  # since the table's text
+    # (the last request's table for the newest text, and what it was made from)
+    view: tuple[Table, tuple[int, frozenset[str]], tuple[Table | None]] | None = None
 
 
 class Analyses:
@@ -270,10 +272,19 @@ class Analyses:
             change = self._since(held, table.version)
             others = self._changed_others(held, document_id)
             imported = held.imported
+            made = (held.version, others)
+            cached = held.view
+            newest_view = cached[2] if cached and cached[0] is table and cached[1] == made else None
         if prefix is not None and not newest.startswith(prefix):  # (not the newest text)
             changed = edits.python_change if python else edits.braced_change
             change = change | changed(newest, prefix + suffix)
-        return _without(table, change, others, imported, python)
+            return _without(table, change, others, imported, python)
+        if newest_view is None:
+            newest_view = (_without(table, change, others, imported, python),)
+            with self._lock:
+                if held is self._documents.get(document_id) and held.table is table:
+                    held.view = (table, made, newest_view)
+        return newest_view[0]
 
     def wait_for_table(self, document_id: str, line: int, budget: float | None = None) -> float:
         """(A request whose document has no table for its text:) wait for one, when its
@@ -353,7 +364,7 @@ class Analyses:
 
     def _changed_others(self, held: _Document, document_id: str) -> frozenset[str]:
         """The other Python files edited (or closed after edits) since the table read them."""
-        if not held.python:
+        if not held.python or not self._exported:
             return frozenset()
         own = buffers.key(document_path(document_id))
         return frozenset(p for p, at in self._exported.items() if at > held.seen and p != own)
@@ -466,6 +477,10 @@ class Analyses:
         if newest <= self._checked:
             return
         self._checked = newest
+        oldest = min((h.seen for h in self._documents.values() if h.table), default=newest)
+        for path, at in list(self._exported.items()):  # (no table read it before: forgotten)
+            if at <= oldest:
+                del self._exported[path]
         for document, held in self._documents.items():
             if held.table is None or document in self._pending:
                 continue

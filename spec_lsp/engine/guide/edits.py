@@ -25,6 +25,7 @@ table (their analysis takes milliseconds: the next one is near).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from spec_lsp.engine.guide.scopes import Scope, _code, _indent
 from spec_lsp.engine.guide.table import SELF, Key
 from spec_lsp.textdiff import common_prefix, common_suffix
 
+_OTHER_FILES = ("from ", "module ")  # (the table's keys of what other files hold)
 MAX_LINES = 40  # lines an edit changes beyond which everything is taken as changed
 BODY_LINES = 2000  # lines of a function read for what its returns read
 
@@ -73,6 +75,10 @@ class Change:
             self.exported or other.exported,
         )
 
+    @functools.cached_property
+    def _under(self) -> tuple[str, ...]:
+        return tuple(p + "." for p in self.prefixes)
+
     def __bool__(self) -> bool:
         return bool(self.prefixes or self.members or self.flows or self.everything)
 
@@ -80,20 +86,21 @@ class Change:
         """Whether the entry `key` may no longer hold. `imported`: the names the file binds by
         its imports alone (what they name is another file's: an edit here changes none)."""
         scope, receiver = key
-        if receiver.startswith(("from ", "module ")):
+        if receiver.startswith(_OTHER_FILES):
             return self.everything  # (other files' sets: `Analyses` follows those)
         chain = receiver.removeprefix("call ")
-        if self.everything or any(chain == p or chain.startswith(p + ".") for p in self.prefixes):
+        if self.everything or chain in self.prefixes or chain.startswith(self._under):
             return True
-        if chain.split(".", 1)[0] in imported:
+        if chain.partition(".")[0] in imported:
             return False
         if self.members:
             return True
-        return (
-            bool(self.flows)
-            and chain not in SELF
-            and not all(scope[: len(f)] == f for f in self.flows)
-        )
+        if not self.flows or chain in SELF:
+            return False
+        for function in self.flows:  # (a set read inside the function: not its callers')
+            if scope[: len(function)] != function:
+                return True
+        return False
 
 
 NOTHING = Change()
