@@ -14,12 +14,25 @@ uses: shared by all files, so the first files cost the most); the rounds after i
 what a closed file leaves behind grows.
 
     spec-lsp bench guide-memory [--files 8] [--rounds 3]
+
+`--first-table` (`guide-first-table.md`): the seconds from opening a file to its first table
+where the person types (the file's end), in a fresh process per scenario (Jedi cold at its
+start): the first file opened as soon as the engine is loaded, and `--gap` seconds later (the
+person opens a file a while after the server started); each later file opened once the one
+before it has its first table and is closed (its analysis stopped: the thread idle). `--ask`: a scenario more, each
+file asked at once at its end: whether the request waited for the first table, and whether it
+was guided. The machine's load average beside each.
+
+    spec-lsp bench guide-memory --first-table [--files 4] [--gap 15] [--ask]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
+import subprocess
 import sys
 import sysconfig
 import time
@@ -29,7 +42,7 @@ from typing import Any
 from bench.common import ROOT, log
 from bench.places import report
 from spec_lsp.config import Settings
-from spec_lsp.engine import Engine, build_engine
+from spec_lsp.engine import CancelToken, CompletionRequest, Engine, build_engine
 
 MIN_LINES = 1000
 
@@ -132,14 +145,113 @@ def render(rounds: list[list[dict[str, Any]]], before: dict[str, float], head: s
     return "\n".join(out) + "\n"
 
 
+PAUSE_S = 3.0  # --first-table: between closing a file and opening the next
+
+
+def first_tables(files_n: int, gap: float, ask: bool) -> dict[str, Any]:
+    """(One fresh process, one scenario.) Each file's seconds to its first table."""
+    paths = files(files_n)
+    engine = build_engine(Settings(guide=True, cache=False, drafter="none"), backend="fake")
+    engine.load()
+    analyses = engine.parts.analyses
+    loads = [os.getloadavg()[0]]
+    time.sleep(gap)
+    rows = []
+    for path in paths:
+        uri, text = path.as_uri(), path.read_text(encoding="utf-8")
+        started = time.perf_counter()
+        engine.document_changed(uri, text)
+        row: dict[str, Any] = {"file": path.name, "lines": text.count("\n")}
+        if ask:  # (a request at once, at the file's end)
+            request = CompletionRequest(text, "", document_id=uri, max_tokens=4, language="python")
+            stats = engine.complete(request, CancelToken()).stats
+            row["waited_ms"] = getattr(stats, "guide_waited_ms", 0.0)
+            row["guided"] = not stats.guide_unprepared
+        while analyses.table(uri) is None and time.perf_counter() - started < 300:
+            time.sleep(0.01)
+        row["first_s"] = time.perf_counter() - started
+        rows.append(row)
+        log(f"  {row}")
+        engine.document_closed(uri)  # (its analysis stops at its next receiver)
+        time.sleep(PAUSE_S)  # (the next file finds the thread idle)
+    loads.append(os.getloadavg()[0])
+    guide = engine.stats()["guide"]
+    engine.shutdown()
+    run = {"gap_s": gap, "ask": ask, "rows": rows, "load": loads}
+    return run | ({"warm_up_s": guide["warm_up_seconds"]} if "warm_up_seconds" in guide else {})
+
+
+def render_first(runs: list[dict[str, Any]], head: str) -> str:
+    out = [
+        head,
+        "",
+        "| scenario | file | lines | first table (s) | first ask | load avg (start, end) |",
+        "|---|---|---:|---:|---|---|",
+    ]
+    for run in runs:
+        name = f"opened {run['gap_s']:g} s after the load" + (
+            ", asked at once" if run["ask"] else ""
+        )
+        load = ", ".join(f"{x:.1f}" for x in run["load"])
+        for n, r in enumerate(run["rows"]):
+            asked = ""
+            if "guided" in r:
+                asked = f"{'guided' if r['guided'] else 'unguided'}, waited {r['waited_ms']:.0f} ms"
+            out.append(
+                f"| {name if n == 0 else ''} | {r['file']} | {r['lines']} | {r['first_s']:.2f} | "
+                f"{asked} | {load if n == 0 else ''} |"
+            )
+        if "warm_up_s" in run and not run["ask"]:
+            warm = run["warm_up_s"]
+            said = f"{warm:.1f} s" if warm is not None else "stopped by the first file"
+            out.append(f"| | (Jedi's warm-up after the load: {said}) | | | | |")
+    return "\n".join(out) + "\n"
+
+
+def main_first_table(args: argparse.Namespace) -> None:
+    runs = []
+    scenarios = [(0.0, False), (args.gap, False)] + ([(args.gap, True)] if args.ask else [])
+    for gap, ask in scenarios:
+        log(f"first tables: gap {gap} s{', asked' if ask else ''}")
+        command = [sys.executable, "-m", "bench.guide_memory", "--first-table-run"]
+        command += ["--files", str(args.files), "--gap", str(gap)] + (["--ask"] if ask else [])
+        done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+        sys.stderr.write(done.stderr)
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    head = (
+        "# The guide's first table per file\n\n`spec-lsp bench guide-memory --first-table "
+        f"--files {args.files} --gap {args.gap:g}{' --ask' if args.ask else ''}`: standard-library "
+        "modules opened one after the other on the fake backend (guide on), each scenario in a "
+        "fresh process; the seconds from opening a file to its first table (the receivers "
+        f"nearest its end); Python {sys.version.split()[0]}, {os.cpu_count()} cores."
+    )
+    out = (
+        args.out if args.out != DEFAULT_OUT else ROOT / "bench" / "results" / "guide-first-table.md"
+    )
+    report(out, render_first(runs, head), {"runs": runs})
+
+
+DEFAULT_OUT = ROOT / "bench" / "results" / "guide-memory.md"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--files", type=int, default=None)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument(
-        "--out", default=str(ROOT / "bench" / "results" / "guide-memory.md"), type=Path
-    )
+    parser.add_argument("--out", default=DEFAULT_OUT, type=Path)
+    parser.add_argument("--first-table", action="store_true", help="the seconds to a first table")
+    parser.add_argument("--gap", type=float, default=15.0, help="--first-table: a later opening")
+    parser.add_argument("--ask", action="store_true", help="--first-table: asked at once too")
+    parser.add_argument("--first-table-run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.first_table_run:
+        print(json.dumps(first_tables(args.files, args.gap, args.ask)))
+        return
+    if args.first_table:
+        args.files = args.files or 4
+        main_first_table(args)
+        return
+    args.files = args.files or 8
     paths = files(args.files)
     engine = build_engine(Settings(guide=True, cache=False, drafter="none"), backend="fake")
     engine.load()

@@ -109,6 +109,7 @@ class Engine:
                 self.settings, backend=self.backend, report=report, stores=stores, totals=totals
             )
         stores.clear()
+        stores.analyses.warm_up()  # (Jedi's cold start, now: behind any document, if on)
         report("ready")
 
     def update_settings(self, settings: Settings) -> None:

@@ -19,6 +19,7 @@ GUIDE = (  # (DecodeStats' fields, summed under "guide" without their prefix)
     "symbol_drafted",
     "symbol_accepted",
     "guide_unprepared",
+    "guide_waited_ms",
     "guide_seconds",
 )
 

@@ -75,7 +75,8 @@ class DecodeStats:
     guide_changed: int = 0
     symbol_drafted: int = 0
     symbol_accepted: int = 0
-    guide_unprepared: int = 0  # 1: a Python file whose analysis was not ready (unguided)
+    guide_unprepared: int = 0  # 1: no table for the file's text was ready (unguided)
+    guide_waited_ms: float = 0.0  # how long the request waited for its file's first table
     guide_seconds: float = 0.0  # the decode loop's time in the guide (reading, masking)
     # per draft source (ngram, suffix, last_suggestion, symbol, continuation, model...): its
     # drafting rounds, tokens drafted and accepted

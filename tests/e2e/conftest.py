@@ -57,8 +57,10 @@ def capabilities(*, encodings: list[str] | None = None) -> lsp.ClientCapabilitie
 
 
 def server_config(*args: str, **env: str) -> ClientServerConfig:
+    # (no Jedi warm-up after each server's load: seconds of a core beside every test)
+    quiet = {"SPEC_LSP_JEDI_WARM_UP": "0"}
     return ClientServerConfig(
-        server_command=[*SERVER_DEBUG, *args], server_env={**os.environ, **env}
+        server_command=[*SERVER_DEBUG, *args], server_env={**os.environ, **quiet, **env}
     )
 
 

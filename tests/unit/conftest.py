@@ -1,7 +1,8 @@
 """The unit tests' own fixture: the guide's analysis threads a test's engines start stop with
 the test. A Jedi run left going (a Python document opened with the guide on, by default) runs
 beside the next tests, and Jedi raises the interpreter's recursion limit while it runs, which
-hypothesis reports as a test changing it."""
+hypothesis reports as a test changing it. For the same reason a loaded engine does not warm Jedi
+up here unless the test asks for it."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from spec_lsp.engine.guide.analyses import Analyses
 
 @pytest.fixture(autouse=True)
 def _analyses_stop_with_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("SPEC_LSP_JEDI_WARM_UP", "0")  # (the tests of the warm-up turn it on)
     made: list[Analyses] = []
     init = Analyses.__init__
 

@@ -32,6 +32,9 @@ class Members:
     # nothing can add to the set: a hard mask (a mask that forbids a name that exists is worse
     # than none); where something can (a stub, a dynamic write, an unknown base), False
     complete: bool
+    # the files the set was read from (a complete set's: where its types and members are
+    # defined): an edit of one of them, open in the editor, may change it
+    sources: frozenset[str] = frozenset()
 
 
 @dataclass

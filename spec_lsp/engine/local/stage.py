@@ -272,13 +272,22 @@ class LocalStage:
     def _guide(
         self, request: CompletionRequest, prompt: Prompt, stats: DecodeStats
     ) -> Monitor | None:
-        """The monitor for this request: the newest analysis of its document (none yet: the
-        request is decoded unguided, never kept waiting) and the text the model continues."""
-        analyses = self.stores.analyses
-        if not (self.settings.guide and analyses.enabled and analyses.watches(request.document_id)):
+        """The monitor for this request: the newest analysis of its document, less what the
+        edits since its text may have changed (analyses.table_for), and the text the model
+        continues. None yet: a first table that this machine makes in under a second is waited
+        for (at most WAIT_S, the analysis going on meanwhile, nearest the cursor first);
+        else the request is decoded unguided."""
+        analyses, document = self.stores.analyses, request.document_id
+        if not (self.settings.guide and analyses.enabled and analyses.watches(document)):
             return None
-        analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
-        table = analyses.table(request.document_id)
+        line = request.prefix.count("\n") + 1
+        analyses.asked_at(document, line)
+        table = analyses.table_for(document, request.prefix, request.suffix)
+        if table is None:
+            waited = analyses.wait_for_table(document, line)
+            stats.guide_waited_ms = waited * 1000
+            if waited:
+                table = analyses.table_for(document, request.prefix, request.suffix)
         if table is None:
             stats.guide_unprepared = 1
             return None

@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from inspect import Parameter
 from pathlib import Path
@@ -48,6 +48,7 @@ import parso.cache
 import parso.utils
 
 from spec_lsp.engine.guide import scopes
+from spec_lsp.engine.guide.python import buffers as open_documents
 from spec_lsp.engine.guide.python import sources
 from spec_lsp.engine.guide.python.sources import Document, Facts, Ident, Sources, source
 from spec_lsp.engine.guide.table import NO_HOOKS, SELF, Hooks, Key, Members, Table, key_of, keyed
@@ -137,12 +138,19 @@ class Analyser:
         near_line: int = 0,
         earlier: Table | None = None,
         hooks: Hooks = NO_HOOKS,
+        buffers: Mapping[str, tuple[str, float]] | None = None,
     ) -> Table:
         """The table for `text`. Between receivers, `hooks.paused` (the seconds it waited are
         not counted in the time budget nor in the table's time); after the FIRST receivers and
-        then every EVERY_S, `hooks.publish` with what is ready (`done` False)."""
+        then every EVERY_S, `hooks.publish` with what is ready (`done` False). `buffers`: the
+        other documents open in the editor (path -> (text, time of its last edit)): read for
+        those modules instead of their files (buffers.py)."""
         with _JEDI:
-            return self._analyse(text, version, path, root, near_line, earlier, hooks)
+            open_documents.use(buffers or {})
+            try:
+                return self._analyse(text, version, path, root, near_line, earlier, hooks)
+            finally:
+                open_documents.use({})
 
     def _analyse(
         self,
@@ -156,6 +164,7 @@ class Analyser:
     ) -> Table:
         started = time.perf_counter()
         script = jedi.Script(code=text, path=path, project=self._project(root))
+        open_documents.install(script)
         document = sources.document(text, _module_node(script))
         table = Table(version, bound=document.bindings)
         todo, keys = self._order(text, near_line, earlier)
@@ -188,7 +197,11 @@ class Analyser:
             if found is None:
                 continue
             members, facts = found
-            members = Members(shared.setdefault(members.names, members.names), members.complete)
+            members = Members(
+                shared.setdefault(members.names, members.names),
+                members.complete,
+                shared.setdefault(members.sources, members.sources),
+            )
             table.members[occurrence.key] = members
             kinds[occurrence.key] = (facts.own, facts.mro)
             scope, receiver = occurrence.key
@@ -277,7 +290,9 @@ def _members(
     )
     if occurrence.key[1].startswith("module "):
         complete = complete and all(_a_whole_package(name) for name in inferred)
-    return Members(names, complete), facts
+    return Members(
+        names, complete, _sources([*completed, *inferred]) if complete else frozenset()
+    ), facts
 
 
 def _targets(
@@ -439,7 +454,14 @@ def _parameters(script: object, occurrence: Occurrence) -> Members | None:
     if not found or not names:
         return None
     in_source = all(str(s.module_path or "").endswith(".py") for s in found)
-    return Members(names, in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds))
+    complete = in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds)
+    return Members(names, complete, _sources(found) if complete else frozenset())
+
+
+def _sources(names: list[object]) -> frozenset[str]:
+    """The files Jedi read `names` from ("": the text analysed, without a path)."""
+    paths = {getattr(name, "module_path", None) for name in names}
+    return frozenset(open_documents.key(p) if p else "" for p in paths)
 
 
 def _in_source(inferred: list[object]) -> bool:

@@ -39,6 +39,7 @@ from typing import Any
 from parso.tree import search_ancestor
 
 from spec_lsp.engine.guide import scopes
+from spec_lsp.engine.guide.python import buffers
 from spec_lsp.engine.guide.scopes import Scope
 from spec_lsp.engine.guide.table import SELF
 
@@ -340,7 +341,11 @@ class Sources:
 
 
 def source(path: str) -> str:
-    """Another module's text, read once while its modification time holds."""
+    """Another module's text (an open document's as the editor holds it), read once while its
+    modification time holds."""
+    edited = buffers.text(path)
+    if edited is not None:
+        return edited
     stamp = _stamp(path)
     return "" if stamp < 0 else _read(path, stamp)
 
