@@ -16,6 +16,9 @@ from spec_lsp.engine.guide.analyses import Analyses
 @pytest.fixture(autouse=True)
 def _analyses_stop_with_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("SPEC_LSP_JEDI_WARM_UP", "0")  # (the tests of the warm-up turn it on)
+    # Jedi on the analysis thread, where the tests patch stand-ins in (the process itself:
+    # test_guide_process.py; the servers of the end-to-end tests run it)
+    monkeypatch.setenv("SPEC_LSP_ANALYSIS_PROCESS", "0")
     made: list[Analyses] = []
     init = Analyses.__init__
 

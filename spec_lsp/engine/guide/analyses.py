@@ -11,11 +11,12 @@ cursor first, and keeps the others. Jedi reads the other open documents as the e
 them (python/buffers.py); an edit of one that another's sets were read from has that one
 analysed again, behind the documents edited.
 
-The thread runs at the lowest scheduling priority the system gives it (Linux: per thread), and
-stops between receivers while a request decodes (`serving`): Jedi is Python, and a thread
-holding the interpreter makes the decode loop wait for it at every token whatever its
-priority (on the 42-line cross-file bench, the first answers after 5 s of reading took
-1.2-1.7x as long with the analysis running beside them). Once the engine is loaded it pays
+Jedi runs in a process of its own at the lowest priority (python/process.py): on a thread of
+the server's it held the interpreter, and at the lowest priority it held it longest when the
+cores were busy (the editor's messages unread and the decode loop stalled for a second and
+more). The thread itself only waits on the child, and reads the brace languages (tree-sitter:
+milliseconds a file); it stops between receivers while a request decodes (`serving`).
+`SPEC_LSP_ANALYSIS_PROCESS=0` keeps Jedi on the thread (the unit tests: stand-ins patched in). Once the engine is loaded it pays
 Jedi's cold start (the builtins' stubs) on a few lines of its own, behind any document
 (`warm_up`). A request whose document has no table yet may wait for the first one, when this
 machine's recent first tables took under WAIT_S (`wait_for_table`): the analysis goes on
@@ -44,6 +45,7 @@ from spec_lsp.engine.guide.braced.structural import StructuralAnalyser
 from spec_lsp.engine.guide.edits import Change
 from spec_lsp.engine.guide.python import buffers
 from spec_lsp.engine.guide.python.analysis import NEAR, Analyser
+from spec_lsp.engine.guide.python.process import JediProcess
 from spec_lsp.engine.guide.table import Hooks, Table
 from spec_lsp.paths import document_path
 from spec_lsp.textdiff import common_prefix
@@ -83,7 +85,8 @@ class Analyses:
     def __init__(self) -> None:
         self.enabled = False  # (the `guide` setting; the texts are kept either way)
         self.folders: list[str] = []
-        self.analyser = Analyser()
+        in_process = os.environ.get("SPEC_LSP_ANALYSIS_PROCESS", "1") == "0"
+        self.analyser: Analyser | JediProcess = Analyser() if in_process else JediProcess()
         self.structural = StructuralAnalyser()
         self._lock = threading.Condition()
         self._documents: dict[str, _Document] = {}
@@ -407,8 +410,8 @@ class Analyses:
             self._thread.start()
 
     def _run(self) -> None:
-        with contextlib.suppress(AttributeError, OSError):  # (lowest priority, this thread)
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        # (at the server's priority: a thread at the lowest that holds the interpreter when the
+        # cores are busy keeps every other thread waiting; Jedi's own work is the child's)
         while True:
             job: str | None = None
             with self._lock:
@@ -654,6 +657,8 @@ class Analyses:
         with self._lock:
             self._closed = True
             self._lock.notify_all()
+        if isinstance(self.analyser, JediProcess):
+            self.analyser.close()
 
     # -- what it reports ----------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
@@ -676,6 +681,7 @@ class Analyses:
                 "documents": len(tables),
                 "bytes": sum(t.nbytes() for t in tables),
                 "outlines": self.structural.outlines.held(),  # (other files read: JS/TS, Go...)
+                **(self.analyser.memory() if isinstance(self.analyser, JediProcess) else {}),
             }
 
 

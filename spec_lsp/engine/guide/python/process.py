@@ -49,6 +49,7 @@ class JediProcess:
         self._process: Any = None
         self._conn: Connection | None = None
         self.starts = 0
+        self.max_receivers: int | None = None  # (the child's Analyser's, where a tool sets it)
 
     def analyse(
         self,
@@ -72,6 +73,8 @@ class JediProcess:
         }
         if buffers:  # (the other open documents' texts, by path)
             job["buffers"] = dict(buffers)
+        if self.max_receivers is not None:
+            job["max_receivers"] = self.max_receivers
         with self._lock:
             conn = self._started()
             self._send(("analyse", job))
@@ -209,6 +212,7 @@ def _serve(conn: Connection) -> None:
             analyser.forget(payload)
         elif kind == "analyse":
             inbox.cancel = False
+            analyser.max_receivers = payload.pop("max_receivers", analyser.max_receivers)
             hooks = Hooks(
                 cancelled=inbox.cancelled, publish=lambda table: conn.send(("partial", table))
             )
