@@ -16,14 +16,16 @@ what a closed file leaves behind grows.
     spec-lsp bench guide-memory [--files 8] [--rounds 3]
 
 `--first-table` (`guide-first-table.md`): the seconds from opening a file to its first table
-where the person types (the file's end), in a fresh process per scenario (Jedi cold at its
-start): the first file opened as soon as the engine is loaded, and `--gap` seconds later (the
-person opens a file a while after the server started); each later file opened once the one
-before it has its first table and is closed (its analysis stopped: the thread idle). `--ask`: a scenario more, each
-file asked at once at its end: whether the request waited for the first table, and whether it
-was guided. The machine's load average beside each.
+where the person types (the file's end), each run in a fresh process (Jedi cold at its start),
+`--repeat` runs a scenario (the median, and the range): the first file opened as soon as the
+engine is loaded, and `--gap` seconds later (the person opens a file a while after the server
+started); each later file opened once the one before it is analysed whole and closed (the thread
+idle, Jedi's caches as warm in any version), or as soon as the one before has its first table
+(its analysis still running). `--ask`: a scenario more, each file asked at once at its end:
+whether the request waited for the first table, and whether it was guided. The machine's load
+average beside each.
 
-    spec-lsp bench guide-memory --first-table [--files 4] [--gap 15] [--ask]
+    spec-lsp bench guide-memory --first-table [--files 3] [--gap 15] [--repeat 3] [--ask]
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import argparse
 import gc
 import json
 import os
+import statistics
 import subprocess
 import sys
 import sysconfig
@@ -145,10 +148,15 @@ def render(rounds: list[list[dict[str, Any]]], before: dict[str, float], head: s
     return "\n".join(out) + "\n"
 
 
-PAUSE_S = 3.0  # --first-table: between closing a file and opening the next
+SCENARIOS = {  # name -> (opened after the gap, each file asked at once, the next at once)
+    "at the load": (False, False, False),
+    "later": (True, False, False),
+    "later, asked at once": (True, True, False),
+    "later, the next while the one before is analysed": (True, False, True),
+}
 
 
-def first_tables(files_n: int, gap: float, ask: bool) -> dict[str, Any]:
+def first_tables(files_n: int, gap: float, ask: bool, busy: bool) -> dict[str, Any]:
     """(One fresh process, one scenario.) Each file's seconds to its first table."""
     paths = files(files_n)
     engine = build_engine(Settings(guide=True, cache=False, drafter="none"), backend="fake")
@@ -170,60 +178,75 @@ def first_tables(files_n: int, gap: float, ask: bool) -> dict[str, Any]:
         while analyses.table(uri) is None and time.perf_counter() - started < 300:
             time.sleep(0.01)
         row["first_s"] = time.perf_counter() - started
+        if not busy:  # (the whole: the next file finds Jedi as warm in any version, and the
+            analyses.wait(uri, 300)  # thread idle)
+            engine.document_closed(uri)
         rows.append(row)
         log(f"  {row}")
-        engine.document_closed(uri)  # (its analysis stops at its next receiver)
-        time.sleep(PAUSE_S)  # (the next file finds the thread idle)
     loads.append(os.getloadavg()[0])
     guide = engine.stats()["guide"]
     engine.shutdown()
-    run = {"gap_s": gap, "ask": ask, "rows": rows, "load": loads}
+    run = {"rows": rows, "load": loads}
     return run | ({"warm_up_s": guide["warm_up_seconds"]} if "warm_up_seconds" in guide else {})
 
 
-def render_first(runs: list[dict[str, Any]], head: str) -> str:
+def render_first(runs: dict[str, list[dict[str, Any]]], head: str) -> str:
+    """Per scenario and file: the median first table over the runs, and their range."""
     out = [
         head,
         "",
-        "| scenario | file | lines | first table (s) | first ask | load avg (start, end) |",
-        "|---|---|---:|---:|---|---|",
+        "| scenario | file | lines | first table (s), median | range | first ask | load avg |",
+        "|---|---|---:|---:|---|---|---|",
     ]
-    for run in runs:
-        name = f"opened {run['gap_s']:g} s after the load" + (
-            ", asked at once" if run["ask"] else ""
-        )
-        load = ", ".join(f"{x:.1f}" for x in run["load"])
-        for n, r in enumerate(run["rows"]):
+    for name, done in runs.items():
+        load = ", ".join(f"{min(r['load']):.1f}-{max(r['load']):.1f}" for r in done)
+        for n, rows in enumerate(zip(*(r["rows"] for r in done), strict=True)):
+            first = sorted(r["first_s"] for r in rows)
             asked = ""
-            if "guided" in r:
-                asked = f"{'guided' if r['guided'] else 'unguided'}, waited {r['waited_ms']:.0f} ms"
+            if "guided" in rows[0]:
+                guided = sum(r["guided"] for r in rows)
+                waited = "/".join(f"{r['waited_ms']:.0f}" for r in rows)
+                asked = f"guided {guided}/{len(rows)}, waited {waited} ms"
             out.append(
-                f"| {name if n == 0 else ''} | {r['file']} | {r['lines']} | {r['first_s']:.2f} | "
-                f"{asked} | {load if n == 0 else ''} |"
+                f"| {name if n == 0 else ''} | {rows[0]['file']} | {rows[0]['lines']} | "
+                f"{statistics.median(first):.2f} | {first[0]:.2f}-{first[-1]:.2f} | {asked} | "
+                f"{load if n == 0 else ''} |"
             )
-        if "warm_up_s" in run and not run["ask"]:
-            warm = run["warm_up_s"]
-            said = f"{warm:.1f} s" if warm is not None else "stopped by the first file"
-            out.append(f"| | (Jedi's warm-up after the load: {said}) | | | | |")
+    warm = [r["warm_up_s"] for d in runs.values() for r in d if r.get("warm_up_s") is not None]
+    if warm:
+        out += [
+            "",
+            f"Jedi's warm-up, where a later opening let it run: {min(warm):.1f}-{max(warm):.1f} s "
+            "(at the load the first file stops it: that file's analysis pays the rest).",
+        ]
     return "\n".join(out) + "\n"
 
 
 def main_first_table(args: argparse.Namespace) -> None:
-    runs = []
-    scenarios = [(0.0, False), (args.gap, False)] + ([(args.gap, True)] if args.ask else [])
-    for gap, ask in scenarios:
-        log(f"first tables: gap {gap} s{', asked' if ask else ''}")
-        command = [sys.executable, "-m", "bench.guide_memory", "--first-table-run"]
-        command += ["--files", str(args.files), "--gap", str(gap)] + (["--ask"] if ask else [])
-        done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
-        sys.stderr.write(done.stderr)
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for name, (later, ask, busy) in SCENARIOS.items():
+        if ask and not args.ask:
+            continue
+        gap = args.gap if later else 0.0
+        for n in range(args.repeat):
+            log(f"first tables: {name}, run {n + 1}")
+            command = [sys.executable, "-m", "bench.guide_memory", "--first-table-run"]
+            command += ["--files", str(args.files), "--gap", str(gap)]
+            command += (["--ask"] if ask else []) + (["--busy"] if busy else [])
+            done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=ROOT)
+            sys.stderr.write(done.stderr)
+            runs.setdefault(name, []).append(json.loads(done.stdout.strip().splitlines()[-1]))
     head = (
         "# The guide's first table per file\n\n`spec-lsp bench guide-memory --first-table "
-        f"--files {args.files} --gap {args.gap:g}{' --ask' if args.ask else ''}`: standard-library "
-        "modules opened one after the other on the fake backend (guide on), each scenario in a "
-        "fresh process; the seconds from opening a file to its first table (the receivers "
-        f"nearest its end); Python {sys.version.split()[0]}, {os.cpu_count()} cores."
+        f"--files {args.files} --gap {args.gap:g} --repeat {args.repeat}"
+        f"{' --ask' if args.ask else ''}`: standard-library modules opened one after the other on "
+        "the fake backend (guide on), each run in a fresh process (Jedi cold); the seconds from "
+        "opening a file to its first table (the receivers nearest its end). At the load: the "
+        f"first file opened as the engine is loaded; later: {args.gap:g} s after. Each next "
+        "file opened once the one before is analysed whole and closed, or (the last scenario) "
+        "as soon as it has its first table. Python "
+        f"{sys.version.split()[0]}, {os.cpu_count()} cores shared; the load average at each "
+        "run's start and end."
     )
     out = (
         args.out if args.out != DEFAULT_OUT else ROOT / "bench" / "results" / "guide-first-table.md"
@@ -242,13 +265,15 @@ def main() -> None:
     parser.add_argument("--first-table", action="store_true", help="the seconds to a first table")
     parser.add_argument("--gap", type=float, default=15.0, help="--first-table: a later opening")
     parser.add_argument("--ask", action="store_true", help="--first-table: asked at once too")
+    parser.add_argument("--repeat", type=int, default=3, help="--first-table: runs a scenario")
+    parser.add_argument("--busy", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--first-table-run", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.first_table_run:
-        print(json.dumps(first_tables(args.files, args.gap, args.ask)))
+        print(json.dumps(first_tables(args.files, args.gap, args.ask, args.busy)))
         return
     if args.first_table:
-        args.files = args.files or 4
+        args.files = args.files or 3
         main_first_table(args)
         return
     args.files = args.files or 8
