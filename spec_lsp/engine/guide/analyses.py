@@ -672,6 +672,9 @@ class Analyses:
                 "warm_up_seconds": None
                 if self.warm_seconds is None
                 else round(self.warm_seconds, 3),
+                # (Jedi's process: its resident size, a rough figure that grows with its
+                # caches; how often it started)
+                **(self.analyser.memory() if isinstance(self.analyser, JediProcess) else {}),
             }
 
     def memory(self) -> dict[str, Any]:
@@ -681,7 +684,6 @@ class Analyses:
                 "documents": len(tables),
                 "bytes": sum(t.nbytes() for t in tables),
                 "outlines": self.structural.outlines.held(),  # (other files read: JS/TS, Go...)
-                **(self.analyser.memory() if isinstance(self.analyser, JediProcess) else {}),
             }
 
 
