@@ -13,6 +13,7 @@ import atexit
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,22 @@ def smollm2_path() -> Path:
 @pytest.fixture(scope="session")
 def qwen_path() -> Path:
     return _model("qwen2.5-coder-1.5b")
+
+
+@pytest.fixture(autouse=True)
+def _analyses_stop_with_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The guide's analyses that a test's engines (in this process) start stop with the test:
+    their threads, and Jedi's child processes, which would otherwise wait for this whole run."""
+    from spec_lsp.engine.guide.analyses import Analyses
+
+    made: list[Analyses] = []
+    init = Analyses.__init__
+
+    def recorded(self: Analyses) -> None:
+        init(self)
+        made.append(self)
+
+    monkeypatch.setattr(Analyses, "__init__", recorded)
+    yield
+    for analyses in made:
+        analyses.close()

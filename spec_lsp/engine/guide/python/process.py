@@ -27,6 +27,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -35,7 +36,7 @@ from spec_lsp.engine.guide.table import NO_HOOKS, Hooks, Table
 
 log = logging.getLogger(__name__)
 POLL_S = 0.02  # how often the parent looks at its hooks while the child works
-CLOSE_WAIT_S = 2.0
+CLOSE_WAIT_S = 0.5
 
 
 class AnalysisFailed(RuntimeError):
@@ -95,9 +96,9 @@ class JediProcess:
         if conn is not None:
             with contextlib.suppress(OSError):
                 conn.send(("close", None))
-        process.join(CLOSE_WAIT_S)
+        process.join(CLOSE_WAIT_S)  # (between receivers it reads the close and returns)
         if process.is_alive():
-            process.kill()
+            process.kill()  # (mid-receiver: what it was finding is of no use now)
             process.join(CLOSE_WAIT_S)
 
     @property
@@ -122,6 +123,7 @@ class JediProcess:
         )
         process.start()
         theirs.close()
+        weakref.finalize(self, _stop, process, ours)  # (an engine dropped without a close)
         self._process, self._conn = process, ours
         self.starts += 1
         return ours
@@ -158,6 +160,15 @@ class JediProcess:
             except OSError:
                 self._conn = None
             return False
+
+
+def _stop(process: Any, conn: Connection) -> None:
+    with contextlib.suppress(OSError):
+        conn.close()  # (the child reads the end of its pipe and returns)
+    if process.is_alive():
+        process.join(0.2)
+    if process.is_alive():
+        process.kill()
 
 
 def _rss_mb(pid: int | None) -> float | None:
