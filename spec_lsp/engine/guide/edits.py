@@ -30,7 +30,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from spec_lsp.engine.guide.scopes import Scope, _code, _indent
+from spec_lsp.engine.guide.scopes import Scope, code_line, indent_of
 from spec_lsp.engine.guide.table import SELF, Key
 from spec_lsp.textdiff import common_prefix, common_suffix
 
@@ -120,8 +120,8 @@ def python_change(old: str, new: str) -> Change:
         rhs = _right_side_edit(old_lines[0], new_lines[0], at - start)
         if rhs is not None:
             return _bound(rhs, new, start)
-    removed = Counter(_key(line) for line in old_lines if _code(line))
-    added = Counter(_key(line) for line in new_lines if _code(line))
+    removed = Counter(_key(line) for line in old_lines if code_line(line))
+    added = Counter(_key(line) for line in new_lines if code_line(line))
     gone, came = removed - added, added - removed
     if sum(gone.values()) + sum(came.values()) > MAX_LINES:
         return EVERYTHING
@@ -317,7 +317,7 @@ def _enclosing(text: str, start: int) -> tuple[Scope, int]:
     """The scope of the line at `start` (as scopes.at_end reads it) and where its innermost
     header's line starts (-1: none)."""
     end = text.find("\n", start)
-    limit = _indent(text[start : len(text) if end < 0 else end])
+    limit = indent_of(text[start : len(text) if end < 0 else end])
     found: list[str] = []
     innermost = -1
     pos = start
@@ -326,9 +326,9 @@ def _enclosing(text: str, start: int) -> tuple[Scope, int]:
             break
         above = text.rfind("\n", 0, pos - 1) + 1
         line, pos = text[above : pos - 1], above
-        if not _code(line) or _indent(line) >= limit:
+        if not code_line(line) or indent_of(line) >= limit:
             continue
-        limit = _indent(line)
+        limit = indent_of(line)
         header = _HEADER.match(line)
         if header:
             found.append(f"{header.group(1)} {header.group(2)}")
@@ -344,7 +344,7 @@ def _flows(text: str, header: int, names: set[str]) -> bool:
     if not names or header < 0:
         return False
     end = text.find("\n", header)
-    indent = _indent(text[header : len(text) if end < 0 else end])
+    indent = indent_of(text[header : len(text) if end < 0 else end])
     pos = len(text) if end < 0 else end + 1
     for _ in range(BODY_LINES):
         if pos >= len(text):
@@ -352,9 +352,9 @@ def _flows(text: str, header: int, names: set[str]) -> bool:
         end = text.find("\n", pos)
         line = text[pos : len(text) if end < 0 else end]
         pos = len(text) if end < 0 else end + 1
-        if not _code(line):
+        if not code_line(line):
             continue
-        if _indent(line) <= indent:
+        if indent_of(line) <= indent:
             break
         reads = _RETURN.search(line) or _targets(line)[2]
         if reads and names & set(_NAME.findall(line)):

@@ -14,11 +14,11 @@ Scope = tuple[str, ...]  # ("class Browser", "def fetch"); () is the module
 _HEADER = re.compile(r"^([ \t]*)(?:async[ \t]+)?(def|class)[ \t]+(\w+)")
 
 
-def _indent(line: str) -> int:
+def indent_of(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _code(line: str) -> bool:
+def code_line(line: str) -> bool:
     """A line that opens a statement: not blank, not a comment, not the closing bracket of a
     header or call spread over lines (`    ) -> None:`)."""
     stripped = line.strip()
@@ -29,8 +29,8 @@ def each_line(lines: list[str]) -> Iterator[Scope]:
     """The scope of every line, in one pass."""
     stack: list[tuple[int, str]] = []  # (header's indentation, "def name" / "class name")
     for line in lines:
-        if _code(line):
-            indent = _indent(line)
+        if code_line(line):
+            indent = indent_of(line)
             while stack and stack[-1][0] >= indent:
                 stack.pop()
         yield tuple(name for _indent_, name in stack)
@@ -61,7 +61,7 @@ def _outer_lines(
 def at_end(text: str, *, max_lines: int = 4000) -> Scope:
     """The scope of the end of `text` (the cursor), reading headers upwards."""
     found: list[str] = []
-    for line in _outer_lines(text, max_lines, _code, _indent):
+    for line in _outer_lines(text, max_lines, code_line, indent_of):
         header = _HEADER.match(line)
         if header:
             found.append(f"{header.group(2)} {header.group(3)}")
