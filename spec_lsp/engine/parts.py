@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from spec_lsp.engine.local.stage import LocalStage
+from spec_lsp.engine.stage import CompletingStage, NotLoaded
 from spec_lsp.engine.types import CompletionRequest, EngineError
 
 if TYPE_CHECKING:
@@ -19,9 +21,7 @@ if TYPE_CHECKING:
     from spec_lsp.engine.guide.analyses import Analyses
     from spec_lsp.engine.local.file_prefix import FilePrefix
     from spec_lsp.engine.local.prompt_tokens import PromptBuilder
-    from spec_lsp.engine.local.stage import LocalStage
     from spec_lsp.engine.policy.profile import CostProfile
-    from spec_lsp.engine.stage import CompletingStage
     from spec_lsp.engine.startup.loading import Loaded
     from spec_lsp.engine.stores import Stores
 
@@ -33,9 +33,6 @@ class Parts:
     @property
     def local(self) -> LocalStage:
         """The in-process stage."""
-        from spec_lsp.engine.local.stage import LocalStage
-        from spec_lsp.engine.stage import NotLoaded
-
         stage = self._stage()
         if isinstance(stage, LocalStage):
             return stage

@@ -158,8 +158,9 @@ class Analyses:
             old = held.text if held is not None else ""
             follow = self.enabled
         change: Change | None = None
+        at = common_prefix(old, text) if old else 0  # (where the edit starts: read once)
         if old and follow:  # (read here, once: the editor's thread, a few lines read)
-            change = (edits.python_change if python else edits.braced_change)(old, text)
+            change = (edits.python_change if python else edits.braced_change)(old, text, at)
         with self._lock:
             self._clock += 1
             held = self._documents.get(document_id)
@@ -176,7 +177,7 @@ class Analyses:
                 if change is not None and change.exported and python:
                     self._exported[buffers.key(path)] = self._clock
             if old:  # (where it changed: analysed first)
-                held.near = old[: common_prefix(old, text)].count("\n") + 1
+                held.near = old.count("\n", 0, at) + 1
             if self.enabled:
                 self._queue(document_id)
 

@@ -107,9 +107,10 @@ NOTHING = Change()
 EVERYTHING = Change(everything=True, exported=True)
 
 
-def python_change(old: str, new: str) -> Change:
-    """What editing Python `old` into `new` may have changed."""
-    region = _region(old, new)
+def python_change(old: str, new: str, at: int | None = None) -> Change:
+    """What editing Python `old` into `new` may have changed (`at`: their common prefix's
+    length, where the caller has it)."""
+    region = _region(old, new, at)
     if region is None:
         return NOTHING
     start, old_end, new_end, at = region
@@ -136,9 +137,9 @@ def python_change(old: str, new: str) -> Change:
     return change
 
 
-def braced_change(old: str, new: str) -> Change:
+def braced_change(old: str, new: str, at: int | None = None) -> Change:
     """What editing a brace language's `old` into `new` may have changed: nothing, or all."""
-    region = _region(old, new)
+    region = _region(old, new, at)
     if region is None:
         return NOTHING
     start, old_end, new_end, at = region
@@ -154,12 +155,12 @@ def braced_change(old: str, new: str) -> Change:
 
 
 # -- where the texts differ --------------------------------------------------------------------
-def _region(old: str, new: str) -> tuple[int, int, int, int] | None:
+def _region(old: str, new: str, at: int | None) -> tuple[int, int, int, int] | None:
     """The whole lines the edit touched: their start (the same in both), their end in `old` and
     in `new`, and where the edit starts; None: the same text."""
     if old == new:
         return None
-    at = common_prefix(old, new)
+    at = common_prefix(old, new) if at is None else at
     tail = common_suffix(old[at:], new[at:])
     start = old.rfind("\n", 0, at) + 1
     old_end, new_end = old.find("\n", len(old) - tail), new.find("\n", len(new) - tail)

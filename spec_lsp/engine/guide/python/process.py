@@ -22,7 +22,6 @@ again after it dies (an analysis it was running is reported as failed).
 from __future__ import annotations
 
 import contextlib
-import logging
 import multiprocessing
 import os
 import sys
@@ -34,7 +33,6 @@ from typing import Any
 
 from spec_lsp.engine.guide.table import NO_HOOKS, Hooks, Table
 
-log = logging.getLogger(__name__)
 POLL_S = 0.02  # how often the parent looks at its hooks while the child works
 CLOSE_WAIT_S = 0.5
 
