@@ -47,11 +47,16 @@ import parso
 import parso.cache
 import parso.utils
 
+from spec_lsp.cache_dirs import cache_subdir
 from spec_lsp.engine.guide import scopes
 from spec_lsp.engine.guide.python import buffers as open_documents
 from spec_lsp.engine.guide.python import sources
 from spec_lsp.engine.guide.python.sources import Document, Facts, Ident, Sources, source
 from spec_lsp.engine.guide.table import NO_HOOKS, SELF, Hooks, Key, Members, Table, key_of, keyed
+
+# Jedi keeps what it pickles (its parses of other modules, compiled modules' answers) in
+# spec-lsp's cache folder, not its own under ~/.cache: spec-lsp writes nowhere else
+jedi.settings.cache_directory = str(cache_subdir("jedi", "SPEC_LSP_JEDI_DIR"))
 
 # Python 3.11 compiling on two threads at once can fail ("AST constructor recursion depth
 # mismatch", in whichever thread): parso calls ast.literal_eval on the same constant at every
