@@ -483,12 +483,15 @@ class Scheduler:
         not_ready + cancelled; errors counts engine crashes, answered empty), the latency
         of the answers that count (not the not-ready or superseded ones), and the work pending:
         requests not yet answered, generations running, jobs queued for the worker (all 0 when
-        idle); the work that followed shown suggestions (showing.py decides); and whether the idle work (evaluating while the person reads) runs now."""
+        idle); the work that followed shown suggestions (showing.py decides); whether the idle
+        work (evaluating while the person reads) runs now, and whether nothing at all is left
+        to do (`quiet`: no request, prewarm or idle work)."""
         latencies = sorted(self.latencies)
         return {
             "server_requests": dict(self.counts),
             "follow_on": {"precomputes": 0, "rests_stopped": 0, **self.follow_on},
             "idle_work_running": self._growing,
+            "quiet": self.quiet,
             "pending": {
                 "requests": sum(len(live) for live in self._live.values()),
                 "generations": len(self._jobs),
