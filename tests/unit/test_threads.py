@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spec_lsp.engine.backends.threads import ThreadChooser
+from spec_lsp.engine.backends.threads import CLOCK_TICKS, ThreadChooser, busy_seconds
 
 
 class Machine:
@@ -64,3 +64,12 @@ def test_the_real_machine_reading_is_a_thread_count():
     chooser = ThreadChooser(every_s=0.0)
     for _ in range(3):
         assert 1 <= chooser.choose() <= chooser.cores
+
+
+def test_programs_at_a_lower_priority_are_not_load():
+    """/proc/stat's columns: user nice system idle iowait irq softirq steal. A niced program
+    (the guide's Jedi process at nice 19) takes the cores only when our threads leave them."""
+    line = "cpu  1000 500 200 9000 300 10 20 0 0 0\n"
+    assert busy_seconds(line, own_nice=0) == pytest.approx((1000 + 200 + 10 + 20) / CLOCK_TICKS)
+    assert busy_seconds(line, own_nice=10) == pytest.approx(1730 / CLOCK_TICKS)  # ours in it
+    assert busy_seconds("intr 1 2 3", own_nice=0) is None
