@@ -17,7 +17,7 @@ from spec_lsp.engine.backends.fake import FakeModel, corpus_model
 from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.policy.profile import REMEASURE_S, CostProfile, due_again
 from spec_lsp.engine.startup import calibrate
-from spec_lsp.engine.types import CancelToken
+from spec_lsp.engine.types import CancelToken, CompletionRequest
 
 
 class BurstyModel(FakeModel):
@@ -144,5 +144,54 @@ def test_a_profile_measured_under_load_is_measured_again_at_a_quiet_start(
         assert engine.needs_profile
         profile = engine.ensure_profile()  # what `spec-lsp demo` and `complete` call
         assert profile.verify(1) < 0.1  # measured again (the fake's passes take ~50 us)
+    finally:
+        engine.close()
+
+
+def test_a_file_opened_takes_the_idle_time_before_the_profile(profiles) -> None:
+    """A person writing in a file they just opened pauses 1-2 s at a time: the profile (some
+    seconds of passes) took those pauses first and never ended, its own context put into the
+    KV at each one. The file prefix goes first; the profile after it, its context evaluated
+    once and kept while requests stop it."""
+    engine = build_engine(Settings(drafter="ngram", precompute=False), backend="fake")
+    engine.load()
+    try:
+        stage = engine.stage
+        assert stage.needs_profile
+        text = "".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(40))
+        engine.document_opened(
+            CompletionRequest("", text, document_id="file:///m.py", language="python")
+        )
+        target, evaluated = stage.loaded.target, []
+        context = len(target.tokenize(calibrate.PROFILE_TEXT)[:256])
+        real_evaluate = target.evaluate
+        request = CancelToken()
+        stop_at = [1]  # (a request comes after this many tokens evaluated)
+
+        def counted(tokens, **kwargs):
+            evaluated.append(len(tokens))
+            rows = real_evaluate(tokens, **kwargs)
+            if sum(evaluated) >= stop_at[0]:
+                request.cancel("a request")
+            return rows
+
+        target.evaluate = counted
+        engine.idle_step(request)  # the first pass of the step, then a request
+        assert stage.file_prefix.evaluated > 0 and stage.needs_profile  # (the file first)
+        while stage.file_prefix.pending:
+            stage.file_prefix.grow(
+                target, stage.prompts, stage.settings, CancelToken(), park=lambda: None
+            )
+        evaluated.clear()
+        request, stop_at[0] = CancelToken(), context
+        stage._measure_profile(request)  # its context evaluated, then a request
+        assert sum(evaluated) >= context and stage.needs_profile
+        target.truncate(0)  # (the request's prompt took the live cache)
+        evaluated.clear()
+        request, stop_at[0] = CancelToken(), 1
+        stage._measure_profile(request)
+        assert sum(evaluated) <= 1  # the context kept (a sync evaluates the last token at least)
+        engine.idle_step(CancelToken())
+        assert not stage.needs_profile
     finally:
         engine.close()

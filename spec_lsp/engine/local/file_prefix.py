@@ -317,7 +317,10 @@ class FilePrefix:
                 # work, cheap to lose; 16-token chunks with checks between ran ~20% slower
                 # the block first, in a step of its own (its readiness known at once, and an
                 # edit's prewarm not kept waiting for the text); the text at the next step
-                ends = [head] if common_prefix_len(target.tokens, plan) < head else [len(plan)]
+                # (a head of one token, no block: the text at once; else it waited for ever)
+                ends = [len(plan)]
+                if 2 <= head and common_prefix_len(target.tokens, plan) < head:
+                    ends = [head]
                 if target.shift_min and target.info.can_shift:  # (unless the text is moved)
                     keep = kept_by_sync(target, plan)
                     if moved_runs(target.tokens, plan, keep, target.shift_min):

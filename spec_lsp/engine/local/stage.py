@@ -22,7 +22,7 @@ import numpy as np
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends import threads as cpu_threads
-from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, common_prefix_len, sync
+from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, Snapshot, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.finishing import gate_weights
 from spec_lsp.engine.guide.monitor import Monitor
@@ -64,6 +64,7 @@ class LocalStage:
         self._measured_at: float | None = None  # (monotonic) when this session last measured it
         self._names: NameTokens | None = None  # the vocabulary by identifier runs (the guide)
         self._profile_samples: dict[int, list[float]] = {}  # measured in idle time so far
+        self._profile_kv: Snapshot | None = None  # the measurement's context, once evaluated
         self.configure(settings)
 
     @classmethod
@@ -99,6 +100,7 @@ class LocalStage:
         if settings.guide and self._names is None:  # (once per model, at load: ~1 s)
             self._names = NameTokens(self.prompts.vocab.pieces)
         self._profile_samples = {}  # (another key's passes are no part of this one's)
+        self._profile_kv = None
         self.stores.drafting.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
@@ -348,30 +350,36 @@ class LocalStage:
         )
 
     def idle_step(self, cancel: CancelToken) -> int:
-        """This machine's cost profile measured if it is still to be (once per model and
-        machine: a request stops it, the next idle step goes on), then the block chosen if it
-        is to be, then more of the file prefix evaluated (the block, then the text:
-        file_prefix.py) until done or cancelled (any request: the chunk being computed is
-        dropped, the rest resumed at the next idle step), then the last place with a new block.
+        """The work a person waits for first: the block chosen if it is to be, then more of the
+        file prefix evaluated (the block, then the text: file_prefix.py) until done or
+        cancelled (any request: the chunk being computed is dropped, the rest resumed at the
+        next idle step), then the last place with a new block. Once none of that is left, this
+        machine's cost profile measured if it is still to be (once per model and machine; a
+        request stops it, the next idle step goes on; requests meanwhile use the prior
+        profile's costs). Measured first, it took every pause of a person writing in a new file
+        (it never ended in ones of 1.5 s, and it put its own context into the KV each time).
         Returns the tokens evaluated."""
         target, states = self.loaded.target, self.stores.states
         owner = states.owner
-        if self.needs_profile:  # (requests meanwhile: the prior profile's costs)
-            states.park(owner, target)  # (the measurement takes the live cache)
+        grown = 0
+        if self.settings.cache:
+            self._choose_block()  # (before the text: block and text are evaluated in one pass)
+            grown = self.file_prefix.grow(
+                target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
+            )
+            fp = self.file_prefix
+            place = fp.unwarmed()
+            if cancel.cancelled or fp.pending:
+                return grown
+            if place is not None:
+                fp.warmed = fp.block  # (tried once: a cancel leaves it to the request)
+                with contextlib.suppress(Cancelled):
+                    grown += self.prewarm(place, cancel)
+                return grown
+        if self.needs_profile:  # (the measurement takes the live cache: saved first, unless
+            if not self.file_prefix.holds_all(target.tokens):  # the snapshot holds it)
+                states.park(owner, target)
             self._measure_profile(cancel)
-            if self.needs_profile or not self.settings.cache:
-                return 0
-        self._choose_block()  # (before the text: block and text are evaluated in one pass)
-        grown = self.file_prefix.grow(
-            target, self.prompts, self.settings, cancel, park=lambda: states.park(owner, target)
-        )
-        fp = self.file_prefix
-        place = fp.unwarmed()
-        if place is None or cancel.cancelled:
-            return grown
-        fp.warmed = fp.block  # (tried once: a cancel leaves it to the request)
-        with contextlib.suppress(Cancelled):
-            grown += self.prewarm(place, cancel)
         return grown
 
     def _focus(self) -> tuple[Any, ...]:
@@ -456,6 +464,9 @@ class LocalStage:
         and saved; a cancel leaves the passes timed so far for the next idle step."""
         target = self.loaded.target
         context = target.tokenize(calibrate.PROFILE_TEXT)[:256]
+        kept = self._profile_kv
+        if kept is not None and common_prefix_len(target.tokens, context) < len(context):
+            target.load_state(kept)  # (its context is evaluated once, not at every idle step)
         profile = calibrate.measure(
             target,
             self.stores.drafting.to_measure(),
@@ -464,7 +475,11 @@ class LocalStage:
             samples=self._profile_samples,
             abort=abort,
         )
-        if profile is not None:
+        if profile is None:  # (stopped by a request: its context kept for the next step)
+            if kept is None and common_prefix_len(target.tokens, context) == len(context):
+                self._profile_kv = target.save_state()
+        else:
+            self._profile_kv = None
             self.profile, self._profile_samples = profile, {}
             self._measured_at = time.monotonic()
             if profile.suspect() is None:  # (figures that cannot be right are not kept)
