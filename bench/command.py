@@ -27,6 +27,7 @@ MODULES = {
     "kv-shift": "kv_shift",  # a part dropped from the context block: shift or re-evaluate
     "names": "names",  # the next identifier at dereferences: the guide on and off
     "names-braced": "names_braced",  # the same in TypeScript, Go, Rust and Java
+    "names-read": "names_read",  # held-out dereferences asked after reading 5 s: guide on/off
     "guide-memory": "guide_memory",  # the guide's analysis: memory per open file, flat or not
     "fim": "fim_quality",  # held-out lines: the prompt layouts' exact matches
     "gate": "gate",  # the confidence gate, fitted and measured on held-out lines

@@ -628,6 +628,8 @@ async def run(args: argparse.Namespace, bodies: list[Body]) -> dict[str, Any]:
                 "cache_hits",
                 "file_prefix",
                 "prewarm",
+                "server_requests",
+                "prompt_tokens_evaluated",
             )
         },
     }

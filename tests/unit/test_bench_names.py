@@ -20,6 +20,7 @@ from bench.names import (
     set_variant,
     split_files,
 )
+from bench.names_read import HELD_OUT_PACKAGES, held_out_files
 from spec_lsp.engine.guide.monitor import Monitor
 from spec_lsp.engine.guide.python.analysis import Analyser
 from spec_lsp.engine.guide.table import Members, Table
@@ -38,6 +39,9 @@ def test_the_sets_share_no_file() -> None:
     less_known = set(split_files("less-known"))
     assert len(fit) >= 8 and len(choose) >= 8 and len(held) == 14 and len(less_known) >= 12
     assert not fit & choose and not (fit | choose) & held and not (fit | choose | held) & less_known
+    read = held_out_files()  # (names-read: held out from all of them)
+    assert len(read) >= 25 and not set(read) & (fit | choose | held | less_known)
+    assert [p.parent.name for p in read[:3]] == list(HELD_OUT_PACKAGES)
     assert not any(p.as_posix().endswith(STDLIB) for p in fit | choose)
 
 
