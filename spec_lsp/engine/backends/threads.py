@@ -37,8 +37,8 @@ def busy_seconds(line: str, *, own_nice: int) -> float | None:
     """The busy CPU seconds in /proc/stat's first line: all but idle and iowait, and, for a
     process at nice 0, all but the `nice` column too. The scheduler gives the cores to a nice-0
     thread before a niced program (at nice 19 it gets ~1.5% of a core beside one): such a
-    program (the guide's Jedi process, an indexer) leaves our threads the cores, and counting it
-    halved the threads while it ran (prompts at 98 tokens/s instead of 188 on 2 cores)."""
+    program (an indexer, a backup) leaves our threads the cores, and counting it halved the
+    threads while it ran (prompts at 98 tokens/s instead of 188 on 2 cores)."""
     fields = line.split()
     if not fields or fields[0] != "cpu":
         return None
