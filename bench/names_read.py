@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.common import ROOT, log
 from bench.in_process import Server
-from bench.names import candidates, outcome, receiver_key, request_at, spread
+from bench.names import Case, candidates, outcome, receiver_key, request_at, spread
 from bench.places import engine_options, loaded_engine, machine, report
 from spec_lsp.engine.toolkit import python_analysis as analysis
 
@@ -57,11 +57,11 @@ def held_out_files() -> list[Path]:
     return found
 
 
-def chosen(args: argparse.Namespace) -> list[Any]:
+def chosen(args: argparse.Namespace) -> list[Case]:
     """The cases: spread over each file, kept where a Jedi of this process resolves the
     receiver (with its members), until `--cases`."""
     jedi = analysis.Analyser(max_receivers=12)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for path in held_out_files():
         kept = 0
         for case in spread(candidates(path), args.per_file * 3):
@@ -111,7 +111,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "receiver": case.receiver,
                 "expected": case.expected,
                 "complete": members.complete,
-                "table_s": round(time.perf_counter() - opened, 2),
+                "table_s": round(time.perf_counter() - opened, 2),  # (open to analysis done)
                 "unprepared": bool(on and on.stats.guide_unprepared),
                 "waited_ms": round(on.stats.guide_waited_ms) if on else 0,
             }
