@@ -489,7 +489,7 @@ class Analyses:
             if held.table is None or document in self._pending:
                 continue
             others = self._changed_others(held, document)
-            if others and any(m.sources & others for m in held.table.members.values()):
+            if others and any(m.files & others for m in held.table.members.values()):
                 self._queue(document, last=False)
 
     def _settled(self, document: str) -> bool:
@@ -701,7 +701,7 @@ def _without(
     kept = {
         key: members
         for key, members in table.members.items()
-        if not (change and change.stale(key, imported)) and not (members.sources & others)
+        if not (change and change.stale(key, imported)) and not (members.files & others)
     }
     if len(kept) == len(table.members):
         return table

@@ -34,7 +34,7 @@ class Members:
     complete: bool
     # the files the set was read from (a complete set's: where its types and members are
     # defined): an edit of one of them, open in the editor, may change it
-    sources: frozenset[str] = frozenset()
+    files: frozenset[str] = frozenset()
 
 
 @dataclass

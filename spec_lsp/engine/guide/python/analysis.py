@@ -8,8 +8,8 @@ reads. A mask that forbids a name that exists is worse than none (the model writ
 contortion, `cfg.__getattribute__("timeout")`), so a set is `complete` (a hard mask) only where
 nothing can add to it: every type Jedi infers for the receiver is a module, class or instance
 defined in source (a .py file) without `__getattr__` (a stub's, a compiled module's or an
-unresolved one's is not), and the sources behind it make nothing at run time that nobody can
-list (sources.py: a dynamic `setattr` or `__dict__` write on the class, its bases or its
+unresolved one's is not), and the code behind it makes nothing at run time that nobody can
+list (unlisted.py: a dynamic `setattr` or `__dict__` write on the class, its bases or its
 instances, `__getattribute__`/`__setattr__`, slots made by an expression, a base that does not
 resolve, an unknown class decorator; a module that writes its own globals).
 
@@ -18,7 +18,7 @@ write on `self`/`cls`: Jedi does not list an attribute set through another name
 (`self = object.__new__(cls)`, a `__slots__` class's) or one a mixin expects its subclasses to
 set (tkinter's `Misc` reads `self.tk`), and the mask must not forbid a name the class itself
 uses. They also take in what the class's metaclass gives it (an enum's `__members__`), the
-names its sources make (literal slots, `Class.name = ...` in its module, a literal `setattr`),
+names its code makes (literal slots, `Class.name = ...` in its module, a literal `setattr`),
 and, the union rule, every name the document uses after a `.` on the same receiver text or on a
 receiver of the same type or a base of it (`cfg.timeout = 30` outside the class).
 
@@ -50,8 +50,8 @@ import parso.utils
 from spec_lsp.cache_dirs import cache_subdir
 from spec_lsp.engine.guide import scopes
 from spec_lsp.engine.guide.python import buffers as open_documents
-from spec_lsp.engine.guide.python import sources
-from spec_lsp.engine.guide.python.sources import Document, Facts, Ident, Sources, source
+from spec_lsp.engine.guide.python import unlisted
+from spec_lsp.engine.guide.python.unlisted import Document, Facts, Ident, Reader, source
 from spec_lsp.engine.guide.table import NO_HOOKS, SELF, Hooks, Key, Members, Table, key_of, keyed
 
 # Jedi keeps what it pickles (its parses of other modules, compiled modules' answers) in
@@ -170,13 +170,13 @@ class Analyser:
         started = time.perf_counter()
         script = jedi.Script(code=text, path=path, project=self._project(root))
         open_documents.install(script)
-        document = sources.document(text, _module_node(script))
+        document = unlisted.document(text, _module_node(script))
         table = Table(version, bound=document.bindings)
         todo, keys = self._order(text, near_line, earlier)
         writes = {key for key in keys if key[1] in document.assigned}  # (their types add names)
         module_names = _module_level_names(script)
         shared: dict[frozenset[str], frozenset[str]] = {}  # (one copy of each member set)
-        reading = Sources(text, path, document.twice)
+        reading = Reader(text, path, document.twice)
         bodies = Bodies(reading)
         if earlier is None:
             self._kinds[path or ""] = {}
@@ -205,7 +205,7 @@ class Analyser:
             members = Members(
                 shared.setdefault(members.names, members.names),
                 members.complete,
-                shared.setdefault(members.sources, members.sources),
+                shared.setdefault(members.files, members.files),
             )
             table.members[occurrence.key] = members
             kinds[occurrence.key] = (facts.own, facts.mro)
@@ -275,7 +275,7 @@ def _members(
     script: object, occurrence: Occurrence, bodies: Bodies
 ) -> tuple[Members, Facts] | None:
     """Jedi's completions at the occurrence, with what the classes behind it use on `self` and
-    what their sources add (sources.py), and whether they are all there is (a call: the names
+    what their code adds (unlisted.py), and whether they are all there is (a call: the names
     its keyword arguments may take, and whether no `**kwargs` takes others)."""
     if occurrence.key[1].startswith("call "):
         found = _parameters(script, occurrence)
@@ -296,14 +296,14 @@ def _members(
     if occurrence.key[1].startswith("module "):
         complete = complete and all(_a_whole_package(name) for name in inferred)
     return Members(
-        names, complete, _sources([*completed, *inferred]) if complete else frozenset()
+        names, complete, _files([*completed, *inferred]) if complete else frozenset()
     ), facts
 
 
 def _targets(
     script: object,
     document: Document,
-    reading: Sources,
+    reading: Reader,
     seen: dict[Target, frozenset[Ident]],
     near_line: int,
     deadline: float,
@@ -428,10 +428,10 @@ def _a_whole_package(module: object) -> bool:
 
 class Bodies:
     """What the bodies of the classes behind a receiver (its class, the bases and the metaclass
-    in source) read or write on `self` or `cls`, and what else their sources say (sources.py):
+    in source) read or write on `self` or `cls`, and what else their code says (unlisted.py):
     the file being analysed from its text, another module from its file, each class once."""
 
-    def __init__(self, reading: Sources) -> None:
+    def __init__(self, reading: Reader) -> None:
         self.reading = reading
         self._last: tuple[list[object], Facts] | None = None
 
@@ -460,10 +460,10 @@ def _parameters(script: object, occurrence: Occurrence) -> Members | None:
         return None
     in_source = all(str(s.module_path or "").endswith(".py") for s in found)
     complete = in_source and all(k != Parameter.VAR_KEYWORD for _n, k in kinds)
-    return Members(names, complete, _sources(found) if complete else frozenset())
+    return Members(names, complete, _files(found) if complete else frozenset())
 
 
-def _sources(names: list[object]) -> frozenset[str]:
+def _files(names: list[object]) -> frozenset[str]:
     """The files Jedi read `names` from ("": the text analysed, without a path)."""
     paths = {getattr(name, "module_path", None) for name in names}
     return frozenset(open_documents.key(p) if p else "" for p in paths)

@@ -85,7 +85,7 @@ DATACLASS = frozenset({"__dataclass_fields__", "__dataclass_params__", "__match_
 
 @dataclass(frozen=True)
 class Facts:
-    """What the sources behind a receiver add to Jedi's members."""
+    """What the code behind a receiver adds to Jedi's members."""
 
     on_self: frozenset[str] = frozenset()  # what the classes' bodies use on `self`/`cls`
     names: frozenset[str] = frozenset()  # other names they make (slots, patches, setattr)
@@ -207,7 +207,7 @@ def _scope_of(node: Any) -> Scope:
     return tuple(reversed(found))
 
 
-class Sources:
+class Reader:
     """Reads the classes and modules behind receivers (each once per analysis): the document's
     from its text, the others from their files."""
 
