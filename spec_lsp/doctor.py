@@ -25,6 +25,8 @@ from pathlib import Path
 from spec_lsp import config, models
 from spec_lsp.config import Settings
 from spec_lsp.engine import EngineError
+from spec_lsp.engine.local import pace
+from spec_lsp.engine.policy import profile as cost_profile
 from spec_lsp.engine.remote import connect
 from spec_lsp.engine.remote.health import Health
 from spec_lsp.engine.startup import crash_probe as probe
@@ -34,6 +36,14 @@ CHILD_TIMEOUT_S = 60.0
 SYSTEM_INFO = (
     "from spec_lsp.engine.backends.llama import system_info, gpu_offload; "
     "print(gpu_offload()); print(system_info())"
+)
+# the target's pace, timed in a child: argv model path, threads (0: auto)
+PACE = (
+    "import sys; from spec_lsp.engine.backends.llama import LlamaModel; "
+    "from spec_lsp.engine.local import pace; from spec_lsp.engine.startup import calibrate; "
+    "m = LlamaModel(sys.argv[1], n_ctx=512, threads=int(sys.argv[2]) or None); "
+    "p = pace.measure(m, m.tokenize(calibrate.PROFILE_TEXT)[:160]); "
+    "print(p.decode_tok_s, p.prompt_tok_s, -1.0 if p.load is None else p.load)"
 )
 VSCODE_EXTENSION_DIRS = (
     "~/.vscode/extensions",
@@ -73,7 +83,10 @@ def diagnose(settings: Settings, origin: dict[str, str]) -> Iterator[Check]:
     yield version
     if settings.engine == "local" and version.status == "ok":
         yield _build(settings)
-    yield from _models(settings)
+    found = list(_models(settings))
+    yield from found
+    if settings.engine == "local" and found and all(c.status == "ok" for c in found):
+        yield _pace(settings)
     yield _settings(settings, origin)
     if settings.engine == "remote":
         yield _remote(settings)
@@ -155,6 +168,40 @@ def _models(settings: Settings) -> Iterator[Check]:
     found = probe.verdicts(list(usable), backend="llama", gpu_layers=settings.gpu_layers)
     for path, name in usable.items():
         yield _probe(name, path, found.get(path), settings.gpu_layers)
+
+
+def _pace(settings: Settings) -> Check:
+    """The target's pace on this machine: the server's cached cost profile, else timed now in a
+    child (a few seconds); slow for ghost text in a pause: the 0.5B offered (local/pace.py)."""
+    path = loading.settings_paths(settings, lambda key: str(models.default_model_path(key)))[0][1]
+    key = cost_profile.profile_key(
+        path, threads=settings.threads, backend="llama", drafter=settings.drafter
+    )
+    measured = pace.of_profile(cost_profile.load_cached(key))
+    how = "the server's measured cost profile"
+    if measured is None:
+        how = "timed now"
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", PACE, path, str(settings.threads or 0)],
+                capture_output=True,
+                text=True,
+                timeout=CHILD_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+            decode, prompt, load = (float(v) for v in done.stdout.split())
+            measured = pace.Pace(decode, prompt, None if load < 0 else load)
+        except (subprocess.TimeoutExpired, ValueError):
+            return Check("speed", "info", "could not be timed", "`spec-lsp profile` measures it")
+    detail = f"{Path(path).name}: {measured.describe()} ({how})"
+    said = pace.advice(measured, path)
+    if measured.loaded:
+        return Check(
+            "speed", "info", detail, "run `spec-lsp doctor` again when the machine is quiet"
+        )
+    if said is None:
+        return Check("speed", "ok", detail)
+    return Check("speed", "info", f"{detail}: slow for ghost text in a pause", said)
 
 
 def _default_model(key: str) -> tuple[str, str, str]:

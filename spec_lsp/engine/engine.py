@@ -106,7 +106,12 @@ class Engine:
             )
         else:
             self.stage = LocalStage.open(
-                self.settings, backend=self.backend, report=report, stores=stores, totals=totals
+                self.settings,
+                backend=self.backend,
+                report=report,
+                stores=stores,
+                totals=totals,
+                notify=lambda message: self.notify(message),  # (a machine too slow for it)
             )
         stores.clear()
         stores.analyses.warm_up()  # (Jedi's cold start, now: behind any document, if on)

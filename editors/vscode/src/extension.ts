@@ -33,8 +33,17 @@ interface Gate {
   why?: string;
 }
 
+/** This machine's measured pace for the model; `advice` where it is too slow for it. */
+interface Pace {
+  decode_tok_s?: number;
+  prompt_tok_s?: number;
+  slow?: boolean;
+  advice?: string | null;
+}
+
 interface Stats {
   gate?: Gate;
+  pace?: Pace | null;
   acceptance?: Acceptance;
   acceptance_rate?: number;
   tokens_per_second?: number;
@@ -292,10 +301,12 @@ function updateStatus(stats?: Stats): void {
     status.tooltip = 'spec-lsp is loading its models (completions start when they are ready)';
   } else if (stats) {
     // the person's acceptance of the suggestions beside the speed
-    status.text = `$(sparkle) ${keptRate(stats)} · ${(stats.tokens_per_second ?? 0).toFixed(1)} tok/s`;
+    const slow = stats.pace?.advice ? '$(warning) ' : '';
+    status.text = `${slow}$(sparkle) ${keptRate(stats)} · ${(stats.tokens_per_second ?? 0).toFixed(1)} tok/s`;
     status.tooltip =
       `spec-lsp: ${summary(stats)}\nmodels: ${(stats.models ?? []).join(', ') || '-'}` +
-      `\n${gateLine(stats.gate)}`;
+      `\n${gateLine(stats.gate)}` +
+      (stats.pace?.advice ? `\n${stats.pace.advice}` : '');
   } else if (!status.text.startsWith('$(sparkle)')) {
     status.text = '$(sparkle) spec-lsp';
     status.tooltip = 'spec-lsp is running';

@@ -27,6 +27,7 @@ from spec_lsp.engine.decode.speculative import DecodeJob, generate
 from spec_lsp.engine.finishing import gate_weights
 from spec_lsp.engine.guide.monitor import Monitor
 from spec_lsp.engine.guide.vocabulary import NameTokens
+from spec_lsp.engine.local import pace
 from spec_lsp.engine.local.file_prefix import FilePrefix
 from spec_lsp.engine.local.prompt_tokens import Prompt, PromptBuilder
 from spec_lsp.engine.policy import profile as cost_profile
@@ -54,8 +55,11 @@ class LocalStage:
         backend: str,
         stores: Stores,
         totals: EngineTotals,
+        notify: Callable[[str], None] = lambda _message: None,
     ) -> None:
         self.loaded, self.prompts = loaded, PromptBuilder(loaded.target, loaded.template)
+        self.notify = notify  # (the person told, once, that the machine is slow for the model)
+        self._told_pace = False
         self.backend, self.stores, self.totals = backend, stores, totals
         # the document in focus's prefix, evaluated while idle; one the focus leaves is kept in
         # the state pool
@@ -76,11 +80,14 @@ class LocalStage:
         report: Callable[[str], None],
         stores: Stores,
         totals: EngineTotals,
+        notify: Callable[[str], None] = lambda _message: None,
     ) -> LocalStage:
         """Load the models the settings name. Raises EngineError with the fix."""
         loaded = loading.open_models(settings, backend, report)
         totals.model_names = [m.info.name for m in (loaded.target, loaded.draft) if m]
-        return cls(loaded, settings=settings, backend=backend, stores=stores, totals=totals)
+        return cls(
+            loaded, settings=settings, backend=backend, stores=stores, totals=totals, notify=notify
+        )
 
     def configure(self, settings: Settings) -> None:
         """New settings for the same models: KV shift, the cost profile, the drafter; the file
@@ -104,6 +111,7 @@ class LocalStage:
         self.stores.drafting.build(
             settings.drafter, self.loaded.target, self.loaded.draft, self.profile
         )
+        self._tell_pace()
 
     def close(self) -> None:
         self.loaded.close()
@@ -484,11 +492,37 @@ class LocalStage:
             self._measured_at = time.monotonic()
             if profile.suspect() is None:  # (figures that cannot be right are not kept)
                 cost_profile.save(profile)
+            self._tell_pace()
+
+    @property
+    def measured_pace(self) -> pace.Pace | None:
+        """The target's measured pace on this machine (None: not measured yet)."""
+        return pace.of_profile(self.profile)
+
+    def _tell_pace(self) -> None:
+        """Once per load: the person told when this machine is too slow for the target."""
+        said = (
+            None
+            if self._told_pace
+            else pace.advice(self.measured_pace, self.loaded.target.info.path)
+        )
+        if said is not None:
+            self._told_pace = True
+            self.notify(said)
 
     def report(self) -> dict[str, Any]:
+        measured = self.measured_pace
         return {
             "cost_profile": self.profile.relative() if self.profile else None,
             "file_prefix": self.file_prefix.report(),
+            "pace": None
+            if measured is None
+            else {
+                "decode_tok_s": round(measured.decode_tok_s, 1),
+                "prompt_tok_s": round(measured.prompt_tok_s, 1),
+                "slow": measured.slow,
+                "advice": pace.advice(measured, self.loaded.target.info.path),
+            },
         }
 
     def memory(self) -> dict[str, Any]:
