@@ -64,6 +64,12 @@ class Settings(BaseModel):
         "auto",
         description="Multi-line completions: auto (at empty lines and blocks), always, never.",
     )
+    lookahead_lines: int = Field(
+        1,
+        ge=0,
+        le=4,
+        description="Lines generated, not shown, after a single-line suggestion at the end of a line: typed as suggested, Enter finds the next line ready instead of a decode begun in your pause. 0: off (fewer tokens generated, e.g. on a metered server).",
+    )
     context_size: int = Field(4096, ge=256, le=131072, description="Context window (tokens).")
     threads: int | None = Field(
         None,

@@ -72,7 +72,7 @@ def begin(
 ) -> Answer:
     """The request's answer, its first answer wired to `reply` (called once, earlier, with what
     can be shown, while the generation goes on: finishing/first_answer.py)."""
-    shaping = Shaping(request, settings.multiline)
+    shaping = Shaping(request, settings.multiline, settings.lookahead_lines)
     stats = DecodeStats(drafter=settings.drafter)
 
     def early(text: str) -> None:

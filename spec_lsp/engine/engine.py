@@ -189,10 +189,12 @@ class Engine:
         hit = self.stores.suggestions.lookup(request) if self.settings.cache else None
         if hit is None:
             return None
-        found = hit.found  # (what the gate reads of the rest: the suggestion's probabilities)
-        return self._cached(
-            request, hit.rest, hit.typed, "typed_through", found.raw, found.logprobs
-        )
+        found, text = hit.found, hit.rest  # (the gate reads the suggestion's probabilities)
+        if hit.beyond:  # the raw text's next line, past a line break: shaped for the new place
+            text = Shaping(request, self.settings.multiline).shown(hit.rest)[1]
+            if not text.strip():
+                return None
+        return self._cached(request, text, hit.typed, "typed_through", found.raw, found.logprobs)
 
     def from_in_flight(self, request: CompletionRequest) -> Completion | None:
         """An answer from the running generation's text so far, once it holds a complete line

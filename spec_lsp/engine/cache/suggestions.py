@@ -39,6 +39,10 @@ class Hit(NamedTuple):
     typed: str  # typed into the suggestion since it was shown
     rest: str  # what is left of it
     found: Suggestion
+    # typed past the shown text into the model's raw text, across a line break (the lines a
+    # single-line suggestion's generation wrote beyond it): `rest` is raw text, to be shaped
+    # for the new place
+    beyond: bool = False
 
 
 def _digest(suffix: str) -> str:
@@ -51,6 +55,15 @@ def _key(document: str, prefix: str, end: int, suffix_digest: str) -> tuple[str,
     with the suffix hashed each time, made the lookups on the event loop 30% of the server's
     time at 200 keys/s)."""
     return document, end, prefix[max(0, end - PREFIX_KEY_CHARS) : end], suffix_digest
+
+
+def _beyond(typed: str, found: Suggestion) -> bool:
+    """`typed` went past the shown text, through its line break, into the raw text's next line
+    (Enter and the editor's indentation after a line typed as suggested), and the raw text
+    goes on there."""
+    if "\n" not in typed or not found.raw.startswith(typed) or len(found.raw) <= len(typed):
+        return False
+    return found.raw[len(typed) :].split("\n", 1)[0].strip() != ""
 
 
 class SuggestionCache:
@@ -110,6 +123,8 @@ class SuggestionCache:
             typed = prefix[start:]
             if found.text.startswith(typed) and len(found.text) > len(typed):
                 return Hit(typed, found.text[len(typed) :], found)
+            if _beyond(typed, found):
+                return Hit(typed, found.raw[len(typed) :], found, beyond=True)
         return None
 
     def forget(self, document: str) -> None:

@@ -79,19 +79,29 @@ class Shaping:
     multi-line (the request says, else the `multiline` setting decides), when its generation
     may stop, and what of the generated text is shown."""
 
-    def __init__(self, request: CompletionRequest, setting: str = "auto") -> None:
+    def __init__(
+        self, request: CompletionRequest, setting: str = "auto", lookahead: int = 0
+    ) -> None:
         self._ctx = _context(request.prefix, request.suffix)
         self.stops = request.stop
         self.multiline = (
             request.multiline if request.multiline is not None else _decide(self._ctx, setting)
         )
+        # a single line at the end of the cursor's line: the generation goes on to the end of
+        # the `lookahead` lines after it, which are not shown. Once the person has typed the
+        # line as suggested and pressed Enter, the next line's suggestion is there (in flight,
+        # or in the suggestion cache by its raw text) instead of a decode begun in their pause.
+        self.lookahead = lookahead if not self.multiline and _blank(self._ctx.rest) else 0
 
     def stop_reached(self, generated: str) -> bool:
-        """Once a stop string appears, or more text cannot change what is shown."""
-        return (
-            any(stop in generated for stop in self.stops)
-            or _scan(_lines(generated), self._ctx, multiline=self.multiline, finished=False)[1]
-        )
+        """Once a stop string appears, or more text cannot change what is shown (with the
+        lookahead: once the line after it is complete too)."""
+        if any(stop in generated for stop in self.stops):
+            return True
+        lines = _lines(generated)
+        if self.lookahead:
+            return len(lines) > self.lookahead + 1
+        return _scan(lines, self._ctx, multiline=self.multiline, finished=False)[1]
 
     def shown(self, generated: str) -> tuple[str, str]:
         """(raw, shown): the text cut at the request's stop strings, and post-processed."""
