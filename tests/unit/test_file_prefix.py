@@ -173,7 +173,8 @@ def test_closing_the_document_frees_the_file_prefix(engine):
 
 def test_off_with_no_budget_or_no_cache():
     for settings in ({"file_prefix_tokens": 0}, {"cache": False}):
-        engine = make(**settings)
+        # (no cost profile to measure either: alone, no earlier test has cached the fake's)
+        engine = make(**settings, draft_policy="fixed")
         engine.complete(at(101), CancelToken())
         assert not engine.idle_work and grow(engine) == 0
 
