@@ -1,5 +1,6 @@
 """The gate's weights are one model's: fitted ones per model, shipped ones for the default
-model only, and the gate off for any other model or server."""
+model and the 0.5B offered on slow machines only, and the gate off for any other model or
+server."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from dataclasses import replace
 
 import pytest
 
+from spec_lsp import models
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.finishing import confidence, gate_weights
+from spec_lsp.engine.local import pace
 
 FAKE = "<fake-corpus>"
 
@@ -21,10 +24,15 @@ def profiles(tmp_path, monkeypatch):
     monkeypatch.setenv("SPEC_LSP_PROFILE_DIR", str(tmp_path / "profiles"))
 
 
-def test_the_shipped_weights_are_the_default_models_only(tmp_path):
+def test_the_shipped_weights_are_the_default_models_and_the_small_ones_only(tmp_path):
     default = tmp_path / confidence.SHIPPED.fitted_on
     default.write_bytes(b"gguf")
     assert gate_weights.for_model(str(default)) is confidence.SHIPPED
+    small = tmp_path / confidence.SHIPPED_SMALL.fitted_on  # (the 0.5B offered on slow machines)
+    small.write_bytes(b"gguf")
+    assert gate_weights.for_model(str(small)) is confidence.SHIPPED_SMALL
+    assert pace.SMALL_MODEL in models.DEFAULT_MODELS
+    assert models.DEFAULT_MODELS[pace.SMALL_MODEL].file_name == small.name
     other = tmp_path / "other-coder-7b.gguf"
     other.write_bytes(b"gguf")
     assert gate_weights.for_model(str(other)) is None

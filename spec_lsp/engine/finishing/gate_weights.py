@@ -3,8 +3,8 @@
 A gate is one model's: its token probabilities are what it weighs, and another model's are
 calibrated otherwise. So the weights are looked up per model: those fitted on it here
 (`spec-lsp bench gate --fit`, a JSON file beside the cost profiles, keyed by the model file's
-name and size, or a server's URL and model name), else the shipped ones (confidence.SHIPPED)
-for the default model they were fitted on, else none: the gate is off (threshold 0) for a
+name and size, or a server's URL and model name), else the shipped ones (confidence.SHIPPED_FOR)
+for the default model or the 0.5B they were fitted on, else none: the gate is off (threshold 0) for a
 model or a server it was not fitted on, and the stats say so (`describe`).
 """
 
@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spec_lsp.engine.finishing.confidence import SHIPPED, GateModel
+from spec_lsp.engine.finishing.confidence import SHIPPED_FOR, GateModel
 from spec_lsp.engine.policy.profile import profiles_dir
 
 log = logging.getLogger(__name__)
@@ -66,11 +66,12 @@ def load(key: str) -> GateModel | None:
 
 
 def for_model(path: str) -> GateModel | None:
-    """A local model's weights: fitted on it here, else shipped if it is the default model."""
+    """A local model's weights: fitted on it here, else shipped if it is the default model or
+    the 0.5B offered on slow machines."""
     fitted = load(model_key(path))
     if fitted is not None:
         return fitted
-    return SHIPPED if Path(path).name == SHIPPED.fitted_on else None
+    return SHIPPED_FOR.get(Path(path).name)
 
 
 def for_remote(url: str, model: str) -> GateModel | None:
