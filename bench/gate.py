@@ -398,7 +398,7 @@ def main() -> None:
         "--guided", action="store_true", help="the judge set again with the guide at work"
     )
     args = parser.parse_args()
-    raw = args.out.with_suffix(".json.gz")
+    raw = args.out.with_name(args.out.name + ".json.gz")  # (a name with a dot keeps it)
     if args.guided:
         text = guided_judge(read_results(raw), ask_settings(args))
         args.out.with_name(args.out.name + "-guided.md").write_text(text)
@@ -422,7 +422,7 @@ def main() -> None:
                 data[key] = gate_replay.replay(gate_replay.regions(modules), typing, key=key)
         write_results(raw, data)
     text, model = report(data, args.refit)
-    args.out.with_suffix(".md").write_text(text)
+    args.out.with_name(args.out.name + ".md").write_text(text)
     print(text)
     if args.fit:
         path = gate_weights.save(gate_weights.model_key(data["model"]), model)
