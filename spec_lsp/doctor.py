@@ -42,7 +42,8 @@ PACE = (
     "import sys; from spec_lsp.engine.backends.llama import LlamaModel; "
     "from spec_lsp.engine.local import pace; from spec_lsp.engine.startup import calibrate; "
     "m = LlamaModel(sys.argv[1], n_ctx=512, threads=int(sys.argv[2]) or None); "
-    "p = pace.measure(m, m.tokenize(calibrate.PROFILE_TEXT)[:160]); "
+    "c = m.tokenize(calibrate.PROFILE_TEXT)[:256]; "
+    "p = pace.read(calibrate.measure(m, None, context=c, sizes=(1, pace.PROMPT_BATCH))); "
     "print(p.decode_tok_s, p.prompt_tok_s, -1.0 if p.load is None else p.load)"
 )
 VSCODE_EXTENSION_DIRS = (
@@ -189,9 +190,9 @@ def _pace(settings: Settings) -> Check:
                 timeout=CHILD_TIMEOUT_S,
                 stdin=subprocess.DEVNULL,
             )
-            decode, prompt, load = (float(v) for v in done.stdout.split())
+            decode, prompt, load = (float(v) for v in done.stdout.split()[-3:])
             measured = pace.Pace(decode, prompt, None if load < 0 else load)
-        except (subprocess.TimeoutExpired, ValueError):
+        except (subprocess.TimeoutExpired, ValueError):  # (it died, or printed no figures)
             return Check("speed", "info", "could not be timed", "`spec-lsp profile` measures it")
     detail = f"{Path(path).name}: {measured.describe()} ({how})"
     said = pace.advice(measured, path)

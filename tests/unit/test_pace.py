@@ -80,14 +80,13 @@ def test_the_engine_tells_it_once_per_load_and_shows_it_in_its_stats(tmp_path, m
         engine.close()
 
 
-def test_measure_times_passes_of_one_and_of_a_prompts_batch() -> None:
+def test_doctor_times_it_with_the_cost_profiles_own_measurement() -> None:
     model = corpus_model()
     context = model.tokenize(calibrate.PROFILE_TEXT)[:160]
-    found = pace.measure(model, context, passes=3)
-    assert found.decode_tok_s > 0 and found.prompt_tok_s > 0
-    assert len(model.tokens) == len(context)  # (the context and the last batch timed)
-    with pytest.raises(ValueError):
-        pace.measure(model, context[:10])
+    profile = calibrate.measure(model, None, context=context, sizes=(1, pace.PROMPT_BATCH))
+    found = pace.read(profile)
+    assert found is not None and found.decode_tok_s > 0 and found.prompt_tok_s > 0
+    assert found.load == profile.load  # (said with the figures, not judged on)
 
 
 def test_doctor_says_it_from_the_servers_profile(tmp_path, monkeypatch):
