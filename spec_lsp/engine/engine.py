@@ -11,8 +11,8 @@ answer) and remembers it.
 Each stage owns its state: the stores kept per document whatever stage completes (`stores.py`,
 where the editor's document events fan out to them), the context (`context/`), the models and
 the file prefix (the in-process stage's). Idle work is one
-step (`idle_step`): the context provider parses what changed, then the completing stage takes its
-next piece (the file prefix, a block to choose, a place to prewarm).
+step (`idle_step`): the context provider parses what changed, a Python document's first guide
+table is waited for (bounded), then the completing stage takes its next piece (the file prefix, a block to choose, a place to prewarm).
 """
 
 from __future__ import annotations
@@ -304,11 +304,11 @@ class Engine:
         return self.stage.block_pending
 
     def idle_step(self, cancel: CancelToken) -> int:
-        """Idle time: the context provider parses what changed, then the completing stage takes
-        its next piece, until done or cancelled (any request). Returns the tokens evaluated."""
+        """Idle time: the stores' work (stores.idle), then the completing stage takes its next
+        piece, until done or cancelled (any request). Returns the tokens evaluated."""
         if not self.idle_work:
             return 0
-        self.stores.context.parse(lambda: cancel.cancelled)
+        self.stores.idle(lambda: cancel.cancelled)
         if cancel.cancelled or not self.idle_work:
             return 0
         return self.stage.idle_step(cancel)

@@ -9,6 +9,7 @@ was cached for the old ones.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,13 @@ class Stores:
         self.drafting.document_changed(document_id, text)
         self.context.document_changed(document_id, text, focus=focus)
         self.analyses.document_changed(document_id, text)
+
+    def idle(self, cancelled: Callable[[], bool]) -> None:
+        """Idle time, before the stage's step: the context provider parses what changed, then
+        a Python document's first guide table is waited for (bounded: Jedi's process runs at
+        the lowest priority, and the stage's step takes both cores)."""
+        self.context.parse(cancelled)
+        self.analyses.yield_to_first(cancelled)
 
     def document_closed(self, document_id: str) -> None:
         """Every store releases what it held for the document (the engine's thread)."""

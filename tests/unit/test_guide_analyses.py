@@ -257,3 +257,51 @@ def test_a_document_opened_meanwhile_does_not_wait_for_another_s_whole_analysis(
     assert analyses.wait(busy, 120)  # (then resumed, what it had found kept)
     table = analyses.table(busy)
     assert table is not None and table.lookup((), "v0") is not None
+
+
+def test_the_idle_work_yields_to_a_python_document_s_first_table(tmp_path, monkeypatch):
+    # Jedi's process is at nice 19: the file prefix growing beside it took both cores while the
+    # person read, and the first table came late. The idle work waits for it, bounded.
+    release = threading.Event()
+    real = analysis.Analyser._analyse
+
+    def held(self, *args, **kwargs):
+        release.wait(30)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(analysis.Analyser, "_analyse", held)
+    analyses = analyses_for()
+    uri = (tmp_path / "shapes.py").as_uri()
+    analyses.document_changed(uri, SHAPES)
+    threading.Timer(0.5, release.set).start()
+    waited = analyses.yield_to_first(lambda: False, budget=20.0)
+    assert 0.4 < waited < 15 and analyses.table(uri) is not None
+    assert analyses.yield_to_first(lambda: False, budget=20.0) < 0.05  # (it has its table now)
+
+
+def test_the_idle_work_yields_within_its_budget_and_stops_for_a_request(tmp_path, monkeypatch):
+    release = threading.Event()
+
+    def stuck(self, text, version, *args, **kwargs):
+        release.wait(30)
+        return Table(version, done=True)
+
+    monkeypatch.setattr(analysis.Analyser, "_analyse", stuck)
+    analyses = analyses_for()
+    uri = (tmp_path / "slow.py").as_uri()
+    analyses.document_changed(uri, SHAPES)
+    try:
+        assert 0.25 <= analyses.yield_to_first(lambda: False, budget=0.3) < 2.0
+        assert analyses.yield_to_first(lambda: False, budget=0.3) < 0.1  # (spent: not again)
+        other = (tmp_path / "other.py").as_uri()
+        analyses.document_changed(other, SHAPES)
+        asked = threading.Event()
+        threading.Timer(0.2, asked.set).start()
+        assert analyses.yield_to_first(asked.is_set, budget=20.0) < 5  # (a request came)
+        braced = (tmp_path / "main.ts").as_uri()
+        analyses.document_changed(braced, "class A { x = 1 }\nnew A().")
+        analyses.enabled = False  # (the guide off: nothing to wait for)
+        assert analyses.yield_to_first(lambda: False, budget=20.0) < 0.05
+    finally:
+        release.set()
+        analyses.close()

@@ -2,8 +2,8 @@
 most two others, so that a request is a pipeline and not a module visited from all sides.
 
 The services every step may use are left out: the model (`engine/backends/`), the token counter
-(`text_tokens`) and the engine's types. The way is traced in process (a file prefix and a context
-block in place) and against a llama-server stub."""
+(`text_tokens`) and the engine's types. The way is traced in process (a file prefix, a context
+block and the guide's table in place) and against a llama-server stub."""
 
 from __future__ import annotations
 
@@ -84,6 +84,8 @@ def opened(settings: Settings) -> Any:
         if not engine.idle_work:
             break
         engine.idle_step(CancelToken())
+    if engine.stores.analyses.enabled:  # (in process: the guide's table, on the way)
+        assert engine.stores.analyses.wait("file:///m.py", 120)
     return engine
 
 
@@ -100,6 +102,7 @@ def test_in_process_each_module_is_entered_from_at_most_two_others():
         "local.file_prefix",
         "finishing.postprocess",
         "decode.speculative",
+        "guide.monitor",
     ):
         assert f"spec_lsp.engine.{module}" in callers, module
     assert callers["spec_lsp.engine.finishing.postprocess"] == {"spec_lsp.engine.answer"}

@@ -150,7 +150,9 @@ def generate(
         stats.continuation_drafted += len(draft.tokens)
         symbol = 0
         if not draft.tokens and job.guide is not None:  # the rest of the only name left
-            draft = Draft(job.guide.draft(out, min(policy.certain_k(), room)), source=SYMBOL)
+            draft = Draft(
+                guided.certain(job.guide, out, min(policy.certain_k(), room)), source=SYMBOL
+            )
             symbol = len(draft.tokens)
             stats.symbol_drafted += symbol
         from_continuation = bool(draft.tokens)  # (a certain draft, free: not the drafter's)

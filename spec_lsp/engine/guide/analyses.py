@@ -20,8 +20,10 @@ milliseconds a file); it stops between receivers while a request decodes (`servi
 Jedi's cold start (the builtins' stubs) on a few lines of its own, behind any document
 (`warm_up`). A request whose document has no table yet may wait for the first one, when this
 machine's recent first tables took under WAIT_S (`wait_for_table`): the analysis goes on
-meanwhile, that document's first, the receivers nearest the request's cursor first. Closing a
-document is instant: the thread lets Jedi's caches of it go.
+meanwhile, that document's first, the receivers nearest the request's cursor first. The
+engine's idle work (the file prefix, whose evaluation takes both cores) waits for a Python
+document's first table, at most YIELD_S a document (`yield_to_first`). Closing a document is
+instant: the thread lets Jedi's caches of it go.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import statistics
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,7 @@ PYTHON = (".py", ".pyi")
 BRACED = tuple(LANGUAGES)  # the brace languages' extensions (tree-sitter's analysis)
 SETTLE_S = 0.15  # an edit waits this long for the next before its analysis starts
 WAIT_S = 1.0  # a request whose document has no table yet waits at most this long for it
+YIELD_S = 3.0  # the idle work waits at most this long in all for a Python document's first table
 FLOOR_LINES = 300  # (the first tables' estimate: a smaller file takes as long as this many lines)
 MAX_EDITS = 200  # edits kept since a document's table; more are taken as one
 # what the warm-up analyses: Jedi's builtins (str, list, dict) and a module of the library
@@ -77,6 +80,7 @@ class _Document:
     table_near: int | None = None  # the line that analysis began nearest to
     imported: frozenset[str] = frozenset()  # the names the table's text binds by imports alone
     edits: list[tuple[int, Change]] = field(default_factory=list)  # since the table's text
+    yielded: float = 0.0  # the seconds the engine's idle work waited for its first table
     # (the last request's table for the newest text, and what it was made from)
     view: tuple[Table, tuple[int, frozenset[str]], tuple[Table | None]] | None = None
 
@@ -321,6 +325,31 @@ class Analyses:
                     self._asked = None
                 self._lock.notify_all()
             return time.monotonic() - started
+
+    def yield_to_first(self, cancelled: Callable[[], bool], budget: float = YIELD_S) -> float:
+        """(The engine's idle work, before its step:) wait while an open Python document has no
+        table yet and its analysis is queued or running, at most `budget` seconds a document in
+        all, or until `cancelled` (a request, an edit). Jedi's process runs at the lowest
+        priority, and llama.cpp's threads evaluating the file prefix while the person read left
+        it nothing: two asks in five after 5 s of reading found no table. The seconds waited."""
+        started = time.monotonic()
+        with self._lock:
+            while self.enabled and not self._closed and not cancelled():
+                first = [
+                    held
+                    for document, held in self._documents.items()
+                    if held.python
+                    and held.table is None
+                    and held.yielded < budget
+                    and self._coming(document)
+                ]
+                if not first:
+                    break
+                began = time.monotonic()
+                self._lock.wait(0.05)
+                for held in first:
+                    held.yielded += time.monotonic() - began
+        return time.monotonic() - started
 
     def current(self, document_id: str) -> bool:
         """Whether the document's newest text has been analysed (to the end)."""

@@ -52,3 +52,9 @@ def rows(
         if i < len(draft):
             text.append(draft[i])
     return guided
+
+
+def certain(guide: Guide | None, out: Sequence[int], limit: int) -> list[int]:
+    """The tokens the guide is sure of after `out` (the rest of the only name left), at most
+    `limit`; none without a guide."""
+    return guide.draft(out, limit) if guide is not None and limit > 0 else []
