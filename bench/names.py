@@ -112,7 +112,7 @@ SPLIT_RULE = "stdlib modules of 1,000+ lines, not private, not the report set's,
 # LESS_KNOWN_FILES largest modules of SPLIT_MIN_LINES // 2 lines or more, outside tests, one per
 # file name (httpcore's `_sync` modules are generated from its `_async` ones)
 LESS_KNOWN_FILES = 2
-DEFINED = re.compile(r"[ \t]*(?:=(?!=)|:)")  # after a name: it is being assigned (defined)
+DEFINED = re.compile(r"[ \t]*(?:=(?!=)|:|,)")  # after a name: it is being assigned (defined)
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,13 @@ class Case:
 
     @property
     def statement_start(self) -> bool:
-        """The receiver opens the statement (the name after it may be assigned)."""
-        return self.cut[self.cut.rfind("\n") + 1 :].strip() == self.receiver + "."
+        """The receiver opens the statement, or a target of a tuple opening it (the name after
+        it may be assigned): in Python, as the guide reads it (trigger.find)."""
+        line = self.cut[self.cut.rfind("\n") + 1 :]
+        if not self.path.endswith(".py"):
+            return line.strip() == self.receiver + "."
+        point = trigger.find(line)
+        return point is not None and point.receiver == self.receiver and point.statement_start
 
     @property
     def defining(self) -> bool:

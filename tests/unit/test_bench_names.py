@@ -65,6 +65,12 @@ def test_a_new_attribute_is_defined_not_used() -> None:
     assert not outcome(case(INIT), "z == x", names)["defined"]
     assert not outcome(case(USE), "z = 1", names)["defined"]  # (not opening the statement)
     assert outcome(case(INIT), "x = x", names)["right"]
+    # a target of a tuple opening the statement, as the guide reads it (trigger.find)
+    targets = case("class C:\n    def __init__(self):\n        self.a, self.")
+    assert targets.defining
+    assert outcome(targets, "b = 1, 2", names)["defined"]
+    assert outcome(case(INIT.replace("self.", "(self.y, self.")), "z, self.w)", names)["defined"]
+    assert not outcome(case(USE.replace("self.", "f(x, self.")), "z, 1)", names)["defined"]
 
 
 def test_the_table_counts_used_and_defined_names_apart() -> None:

@@ -247,6 +247,27 @@ CASES = [
         "get_total",
     ),
     Case(
+        "new_attribute_in_a_tuple_target",
+        """
+        import re
+
+
+        class Route:
+            def __init__(self, path):
+                self.path = path
+                self.path_regex, self.path_format, self.""",
+        "path_params",
+    ),
+    Case(
+        "new_attribute_in_a_parenthesised_tuple_target",
+        """
+        class Span:
+            def __init__(self, text):
+                self.text = text
+                (self.start, self.""",
+        "end",
+    ),
+    Case(
         "setattr_on_the_class_in_a_loop",
         """
         class Flags:

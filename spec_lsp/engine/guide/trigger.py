@@ -31,6 +31,9 @@ from dataclasses import dataclass
 _CHAIN = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*"
 _MEMBER = re.compile(rf"(?<![\w.])({_CHAIN})\.(\w*)$")  # the `.` written, maybe a name begun
 _RECEIVER = re.compile(rf"(?<![\w.])({_CHAIN})$")  # the chain written, its `.` not yet
+# what may come before a target of a tuple opening the statement (`self.a, self.b, self.`,
+# `(x, *rest, self.`): the chain may be a new attribute's target, as at the statement's start
+_TARGETS = re.compile(rf"\s*[(\[]?\s*(?:\*?{_CHAIN}\s*,\s*)+")
 _IMPORTED = r"(?:\w+(?:\s+as\s+\w+)?\s*,\s*)*"
 _FROM = re.compile(rf"^\s*from\s+(\.*(?:{_CHAIN})?)\s+import\s+(?:\(\s*)?{_IMPORTED}(\w*)$")
 _FROM_BARE = re.compile(rf"^\s*from\s+(\.*(?:{_CHAIN})?)\s+import$")
@@ -56,7 +59,7 @@ class Trigger:
     receiver: str  # the dotted chain before the `.`, the module after `from`, or the package
     written: str  # the part of the name already written ("" at the `.` or before it)
     sep: str  # "" once the separator is written; else the separator still to come (. or blank)
-    statement_start: bool = False  # the receiver opens the statement (maybe an assignment)
+    statement_start: bool = False  # it opens the statement, or a tuple target opening it
 
 
 def find(line: str, syntax: str = "python") -> Trigger | None:
@@ -91,7 +94,9 @@ def _member(
     if receiver.split(".", 1)[0] in words or defining(line, found.start()):
         return None
     written = found.group(2) if not sep else ""
-    return Trigger("member", receiver, written, sep, not line[: found.start()].strip())
+    before = line[: found.start()]
+    opens = not before.strip() or _TARGETS.fullmatch(before) is not None
+    return Trigger("member", receiver, written, sep, opens)
 
 
 def find_keyword(line: str) -> Trigger | None:
