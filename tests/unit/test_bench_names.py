@@ -189,3 +189,23 @@ def test_the_jedi_only_variant_analyses_without_what_the_class_uses_on_self() ->
     found = [t.lookup(("class Misc", "def f"), "self") for t in (before, after)]
     assert found[0] is not None and "tk" not in found[0].names
     assert found[1] is not None and "tk" in found[1].names
+
+
+def test_names_read_reports_the_first_tables_before_the_ask() -> None:
+    from bench.names_read import render
+
+    def row(first: float | None, unprepared: bool) -> dict:
+        said = {"right": True, "unknown": False, "defined": False}
+        return {
+            "path": "m.py",
+            "first_table_s": first,
+            "unprepared": unprepared,
+            "on": said,
+            "off": said,
+        }
+
+    out = render([row(0.4, False), row(1.2, False), row(None, True)], "# head")
+    assert "| on | 3 of 3 | 0 | 1 |" in out
+    assert (
+        "first table before the ask: 2 of 3 cases, from the open p50 0.80 s, at most 1.20 s" in out
+    )
