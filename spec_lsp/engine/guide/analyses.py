@@ -20,7 +20,10 @@ milliseconds a file); it stops between receivers while a request decodes (`servi
 Jedi's cold start (the builtins' stubs) on a few lines of its own, behind any document
 (`warm_up`). A request whose document has no table yet may wait for the first one, when this
 machine's recent first tables took under WAIT_S (`wait_for_table`): the analysis goes on
-meanwhile, that document's first, the receivers nearest the request's cursor first. The
+meanwhile, that document's first, the receivers nearest the request's cursor first. So does a
+request whose table is partial and began far from it: a file opened is analysed from its end
+(no cursor yet), and a request far from where the running analysis began has it start again
+from the request's line (`asked_at`), what it found kept. The
 engine's idle work (the file prefix, whose evaluation takes both cores) waits for a Python
 document's first table, at most YIELD_S a document (`yield_to_first`). Closing a document is
 instant: the thread lets Jedi's caches of it go.
@@ -108,6 +111,7 @@ class Analyses:
         self._asked: tuple[str, int] | None = None  # (document, line) a request waits for
         self._running: tuple[str, int] | None = None  # (document, line it began nearest to)
         self._preempted = False  # the running analysis stops for another (and is queued again)
+        self._redirected = False  # a request came far from where the running analysis began
         self._fresh: set[str] = set()  # documents opened or edited since it started
         self._paused_s = 0.0  # the running analysis's time waiting for requests
         self._warming = "cold"  # cold | queued | running | warm (Jedi's builtins loaded)
@@ -228,11 +232,16 @@ class Analyses:
             return document_id in self._documents
 
     def asked_at(self, document_id: str, line: int) -> None:
-        """Where the person works: the next analysis of the document starts nearest to it."""
+        """Where the person works: the next analysis of the document starts nearest to it, and
+        one of it running that began far from it (a file opened: from its end) stops at its
+        next receiver and starts again from there, what it found kept."""
         with self._lock:
             held = self._documents.get(document_id)
             if held is not None:
                 held.near = line
+                running = self._running
+                if running is not None and running[0] == document_id:
+                    self._redirected = abs(running[1] - line) > NEAR
 
     @contextlib.contextmanager
     def serving(self) -> Iterator[None]:
@@ -305,7 +314,9 @@ class Analyses:
             held = self._documents.get(document_id)
             if held is None or not self.enabled or not self._coming(document_id):
                 return 0.0
-            expected = self._expected(held)
+            if self._ready_for(document_id, line):
+                return 0.0
+            expected = self._expected(held, near=held.table is not None)
             if expected is None or expected > budget:
                 return 0.0
             started = time.monotonic()
@@ -407,15 +418,17 @@ class Analyses:
         running = self._running is not None and self._running[0] == document_id
         return running or document_id in self._pending
 
-    def _expected(self, held: _Document) -> float | None:
-        """The seconds a first table of it takes on this machine lately, for its length
-        (None: Jedi cold, or nothing timed yet)."""
+    def _expected(self, held: _Document, *, near: bool = False) -> float | None:
+        """The seconds a first table of it takes on this machine lately, for its length, or
+        (`near`) for the receivers near a place, as a small file's (None: Jedi cold, or
+        nothing timed yet)."""
         rates = list(self._firsts[held.python])
         if held.python and not rates and self._prior is not None:
             rates = [self._prior]
         if not rates:
             return 0.0 if not held.python else None  # (tree-sitter: milliseconds)
-        return statistics.median(rates) * max(held.text.count("\n") + 1, FLOOR_LINES)
+        lines = FLOOR_LINES if near else max(held.text.count("\n") + 1, FLOOR_LINES)
+        return statistics.median(rates) * lines
 
     def _timed(self, python: bool, seconds: float, text: str) -> None:
         """A first table's time (any thread: a deque's append)."""
@@ -482,6 +495,7 @@ class Analyses:
                     if h.python and d != job
                 }
                 self._running, self._preempted, self._paused_s = (job, near), False, 0.0
+                self._redirected = False
                 self._fresh = set()
                 first = held.table is None
                 work = (held.version, held.text, self._clock)
@@ -552,7 +566,11 @@ class Analyses:
             return True
         asked, running = self._asked, self._running
         far = asked is not None and running is not None and abs(asked[1] - running[1]) > NEAR
-        if (asked is not None and (asked[0] != document or far)) or self._fresh - {document}:
+        if (
+            (asked is not None and (asked[0] != document or far))
+            or self._fresh - {document}
+            or self._redirected
+        ):
             self._preempted = True
             return True
         if held.version != version and (change := self._since(held, version)):

@@ -284,16 +284,16 @@ class LocalStage:
     ) -> Monitor | None:
         """The monitor for this request: the newest analysis of its document, less what the
         edits since its text may have changed (analyses.table_for), and the text the model
-        continues. None yet: a first table that this machine makes in under a second is waited
-        for (at most WAIT_S, the analysis going on meanwhile, nearest the cursor first);
-        else the request is decoded unguided."""
+        continues. None yet, or a partial one without this place's receivers: a table that
+        this machine makes in under a second is waited for (at most WAIT_S, the analysis going
+        on meanwhile, nearest the cursor first); else the request is decoded unguided."""
         analyses, document = self.stores.analyses, request.document_id
         if not (self.settings.guide and analyses.enabled and analyses.watches(document)):
             return None
         line = request.prefix.count("\n") + 1
         analyses.asked_at(document, line)
         table = analyses.table_for(document, request.prefix, request.suffix)
-        if table is None:
+        if table is None or table.partial:  # (a first table, or one begun far from here)
             waited = analyses.wait_for_table(document, line)
             stats.guide_waited_ms = waited * 1000
             if waited:
