@@ -339,8 +339,9 @@ class Analyses:
 
     def yield_to_first(self, cancelled: Callable[[], bool], budget: float = YIELD_S) -> float:
         """(The engine's idle work, before its step:) wait while an open Python document has no
-        table yet and its analysis is queued or running, at most `budget` seconds a document in
-        all, or until `cancelled` (a request, an edit). Jedi's process runs at the lowest
+        whole table yet (none, or the receivers nearest one place so far) and its analysis is
+        queued or running, at most `budget` seconds a document in all, or until `cancelled` (a
+        request, an edit): where the person will ask is not known before they do. Jedi's process runs at the lowest
         priority, and llama.cpp's threads evaluating the file prefix while the person read left
         it nothing: two asks in five after 5 s of reading found no table. The seconds waited."""
         started = time.monotonic()
@@ -350,7 +351,7 @@ class Analyses:
                     held
                     for document, held in self._documents.items()
                     if held.python
-                    and held.table is None
+                    and (held.table is None or held.table.partial)
                     and held.yielded < budget
                     and self._coming(document)
                 ]
