@@ -635,10 +635,12 @@ class Analyses:
                 self._warming = "warm"
             held = self._documents.get(document)
             if held is not None:
-                if self._preempted:  # (resumed after the other: what it found is kept)
+                # (stopped for another document: it resumes after that one; for a request far
+                # from where it began: at once, from the request's line; what it found kept)
+                if self._preempted:
                     table.partial = True
                     if document not in self._pending:
-                        self._queue(document, last=False)
+                        self._queue(document, last=self._redirected)
                 self._store(held, table, seen, near, imported)
             self.runs += 1
             self.seconds += table.seconds
