@@ -405,8 +405,8 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     set_variant(engine, "on")
     uri = Path(case.path).as_uri()
     analyses = engine.parts.analyses
-    analyses.asked_at(uri, case.line)  # (where the person writes: analysed first)
     engine.document_changed(uri, case.document)
+    analyses.asked_at(uri, case.line)  # (where the person writes: analysed first; once open)
     if not analyses.wait(uri, 120):
         return None
     table = analyses.table(uri)
