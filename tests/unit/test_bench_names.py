@@ -17,7 +17,6 @@ from bench.names import (
     largest,
     outcome,
     render,
-    resolved,
     set_variant,
     split_files,
 )
@@ -210,25 +209,3 @@ def test_names_read_reports_the_first_tables_before_the_ask() -> None:
     assert (
         "first table before the ask: 2 of 3 cases, from the open p50 0.80 s, at most 1.20 s" in out
     )
-
-
-def test_a_case_far_above_the_file_s_end_resolves(tmp_path: Path) -> None:
-    # the analysis of a file just opened starts from its end; the bench tells it the case's
-    # line once the file is open (told before, nothing held it: the case went unresolved)
-    from spec_lsp.config import Settings
-    from spec_lsp.engine import build_engine
-
-    engine = build_engine(Settings(drafter="none"), backend="fake")
-    engine.load()
-    try:
-        engine.parts.analyses.analyser.max_receivers = 12
-        lines = [f"v{i} = 'a'\nv{i}.upper()" for i in range(60)]
-        text = "\n".join(lines)
-        cut = text.index("v5.upper") + len("v5.")
-        path = tmp_path / "m.py"
-        after = text[text.index("\n", cut) :]
-        case = Case(str(path), 12, "v5", "upper", text[:cut], text[:cut] + after)
-        found = resolved(engine, case)
-        assert found is not None and "upper" in found[0]
-    finally:
-        engine.close()
