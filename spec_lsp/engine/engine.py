@@ -10,9 +10,9 @@ answer) and remembers it.
 
 Each stage owns its state: the stores kept per document whatever stage completes (`stores.py`,
 where the editor's document events fan out to them), the context (`context/`), the models and
-the file prefix (the in-process stage's). Idle work is one
-step (`idle_step`): the context provider parses what changed, a Python document's first guide
-table is waited for (bounded), then the completing stage takes its next piece (the file prefix, a block to choose, a place to prewarm).
+the file prefix (the in-process stage's). Idle work is one step (`idle_step`): the stores' own
+(`stores.idle`: parsing, a first guide table), then the completing stage's next piece (the file
+prefix, a block to choose, a place to prewarm).
 """
 
 from __future__ import annotations

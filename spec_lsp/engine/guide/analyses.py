@@ -23,10 +23,10 @@ machine's recent first tables took under WAIT_S (`wait_for_table`): the analysis
 meanwhile, that document's first, the receivers nearest the request's cursor first. So does a
 request whose table is partial and began far from it: a file opened is analysed from its end
 (no cursor yet), and a request far from where the running analysis began has it start again
-from the request's line (`asked_at`), what it found kept. The
-engine's idle work (the file prefix, whose evaluation takes both cores) waits for a Python
-document's first table, at most YIELD_S a document (`yield_to_first`). Closing a document is
-instant: the thread lets Jedi's caches of it go.
+from the request's line (`asked_at`), what it found kept. The engine's idle work (the file
+prefix, whose evaluation takes both cores) waits for a Python document's first table, at most
+YIELD_S a document (`yield_to_first`). Closing a document is instant: the thread lets Jedi's
+caches of it go.
 """
 
 from __future__ import annotations
@@ -339,11 +339,12 @@ class Analyses:
 
     def yield_to_first(self, cancelled: Callable[[], bool], budget: float = YIELD_S) -> float:
         """(The engine's idle work, before its step:) wait while an open Python document has no
-        whole table yet (none, or the receivers nearest one place so far) and its analysis is
-        queued or running, at most `budget` seconds a document in all, or until `cancelled` (a
-        request, an edit): where the person will ask is not known before they do. Jedi's process runs at the lowest
-        priority, and llama.cpp's threads evaluating the file prefix while the person read left
-        it nothing: two asks in five after 5 s of reading found no table. The seconds waited."""
+        whole table yet (none, or the receivers nearest one place so far: where the person will
+        ask is not known before they do) and its analysis is queued or running, at most
+        `budget` seconds a document in all, or until `cancelled` (a request, an edit). Jedi's
+        process runs at the lowest priority, and llama.cpp's threads evaluating the file prefix
+        while the person read left it nothing: two asks in five after 5 s of reading found no
+        table. The seconds waited."""
         started = time.monotonic()
         with self._lock:
             while self.enabled and not self._closed and not cancelled():
