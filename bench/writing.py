@@ -13,8 +13,10 @@ accepted rather than typed. This bench writes function bodies again through the 
   the first N bodies spread over them). `--set choose` / `judge` take the even / odd places
   of that order (decide on one, judge on the other), `--bodies N` the first N.
 - Each file is opened (didOpen, then specLsp/didFocus as the VS Code extension sends for the
-  active editor) with the body removed: the signature kept, the cursor at its end, the lines
-  after the body below. The person reads for `--read-s`, then writes the body back.
+  active editor, with the cursor where the person put it; `--no-cursor`: without it, as the
+  extension sent it before it told the cursor) with the body removed: the signature kept, the
+  cursor at its end, the lines after the body below. The person reads for `--read-s`, then
+  writes the body back.
 - Writing: a key every `--key-ms`; Enter inserts the line break and the next line's indentation
   in one change (auto-indent); `--think-s` of thinking before the code of each line (a pause);
   one incremental didChange per key (UTF-16 positions) and an Automatic inline completion
@@ -285,7 +287,10 @@ class Writer:
         cpu = cpu_seconds(self.pid)
         self.opened, result.opened_at = self.now(), clock(time.time())
         open_document(client, doc)
-        client.notify("specLsp/didFocus", {"textDocument": {"uri": uri}})
+        focus: dict[str, Any] = {"textDocument": {"uri": uri}}
+        if args.cursor:  # (the cursor put at the signature's end: the extension tells it)
+            focus["position"] = doc.position(doc.cursor)
+        client.notify("specLsp/didFocus", focus)
         await client.flush(STALL_S)
         await asyncio.sleep(args.read_s)
         read = cpu_seconds(self.pid)
@@ -516,6 +521,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=0, help="the rule's seeded choices")
     parser.add_argument("--read-s", type=float, default=3.0, help="reading after the open")
+    parser.add_argument(
+        "--no-cursor",
+        dest="cursor",
+        action="store_false",
+        help="the opened file's focus sent without the cursor's position",
+    )
     parser.add_argument("--key-ms", type=float, default=120.0, help="time between keys")
     parser.add_argument(
         "--think-s", type=float, default=1.5, help="the pause before each line's code"

@@ -40,6 +40,15 @@ def clamp(document: TextDocument, position: lsp.Position) -> lsp.Position:
     return position
 
 
+def told_position(value: Any) -> lsp.Position | None:
+    """A position a client sent in a notification of ours (an object with `line` and
+    `character`, or its mapping), or None where it is not one."""
+    get = value.get if isinstance(value, dict) else lambda name: getattr(value, name, None)
+    line, character = get("line"), get("character")
+    valid = all(type(n) is int and 0 <= n < 2**31 for n in (line, character))
+    return lsp.Position(line=line, character=character) if valid else None
+
+
 def offset_at(document: TextDocument, position: lsp.Position) -> int:
     """Offset in the document's text of a client position.
 

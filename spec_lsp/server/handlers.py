@@ -135,13 +135,23 @@ def document_changed(
 
 
 def document_focused(ls: SpecLanguageServer, params: Any) -> None:
-    """specLsp/didFocus `{textDocument: {uri}}`: an open document brought into view (VS Code's
-    active editor, Neovim's BufEnter). The file prefix becomes its own, as at didOpen (one not
-    open yet: at its didOpen); too large, or completions off: nothing."""
+    """specLsp/didFocus `{textDocument: {uri}, position?}`: an open document brought into view
+    (VS Code's active editor, Neovim's BufEnter), or the cursor put somewhere in it (a click,
+    a jump; not typing, which didChange tells). The file prefix becomes its own, as at didOpen
+    (one not open yet: at its didOpen); with the cursor, the prompt there is evaluated once the
+    person pauses (a prewarm, as after an edit), so the ask after their first key finds it
+    begun. Too large, or completions off: nothing; a malformed position is ignored."""
     text_document = getattr(params, "text_document", None) or getattr(params, "textDocument", None)
     uri = getattr(text_document, "uri", None)
-    if isinstance(uri, str):
+    if not isinstance(uri, str):
+        return
+    position = convert.told_position(getattr(params, "position", None))
+    if position is None or ls.focused != uri or ls.told != uri:  # (not a move within it)
         ls.focus(uri, told=True)
+    document = ls.document_for(uri) if position is not None else None
+    if document is not None and ls.focused == uri:
+        position = convert.clamp(document, position)
+        ls.scheduler.prewarm(convert.to_request(document, position, ls.settings))
 
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:

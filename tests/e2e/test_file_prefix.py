@@ -133,6 +133,29 @@ async def test_a_document_brought_into_view_takes_the_file_prefix(client):
     assert after.memory.file_prefix.anchor_line == 0
 
 
+async def test_a_cursor_told_with_the_focus_is_evaluated_before_the_first_ask(client):
+    """specLsp/didFocus with the cursor (a click in VS Code, CursorHold in Neovim), far below
+    what an opened file grows: the prompt there is evaluated while the person reads, so the
+    first ask there evaluates only its tail. The focus is not taken again for a cursor moved
+    within the document; malformed positions are ignored."""
+    open_doc(client, TEXT, uri=URI)
+    before = await poll(client, lambda s: s.file_prefix.focused == 1 and s.quiet)
+    for position in ("x", {"line": -1, "character": 0}, {"line": 131}, {"line": 1.5}):
+        client.protocol.notify(
+            "specLsp/didFocus", {"textDocument": {"uri": URI}, "position": position}
+        )
+    await asyncio.sleep(0.5)
+    assert (await stats(client)).prewarm.prompts == 0
+    where = {"line": 131, "character": 4}
+    client.protocol.notify("specLsp/didFocus", {"textDocument": {"uri": URI}, "position": where})
+    warmed = await poll(client, lambda s: s.prewarm.prompts == 1 and s.quiet)
+    assert warmed.prewarm.tokens > 1_000  # (the window's 1,500 bytes, a token each)
+    assert warmed.file_prefix.focused == before.file_prefix.focused
+    assert (await inline(client, 131, 4, uri=URI)).items
+    asked = await stats(client)
+    assert asked.prompt_tokens_evaluated - warmed.prompt_tokens_evaluated < asked.prompt_tokens / 4
+
+
 async def test_going_back_to_a_file_evaluates_nothing(client):
     """A -> B -> A: the second visit to A finds its block and text kept (the state pool)."""
     other = "file:///work/other.py"

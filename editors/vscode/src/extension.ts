@@ -13,7 +13,10 @@ import {
 
 const SECTION = 'specLsp';
 const STATS_METHOD = 'specLsp/stats';
-/** The person brought an open document into view: the server evaluates its context while they read. */
+/**
+ * The person brought an open document into view, or put the cursor somewhere in it: the server
+ * evaluates its context, and the prompt at the cursor, while they read.
+ */
 const FOCUS_METHOD = 'specLsp/didFocus';
 /** Extension settings whose change needs a new server process. */
 const RESTART_KEYS = ['serverCommand', 'serverArgs', 'serverEnv', 'languages'];
@@ -79,23 +82,52 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand('specLsp.toggle', toggle),
     vscode.workspace.onDidChangeConfiguration(onConfigurationChanged),
     vscode.window.onDidChangeActiveTextEditor(focused),
+    vscode.window.onDidChangeTextEditorSelection(cursorMoved),
     { dispose: stopPolling },
   );
   status.show();
   await startClient();
 }
 
-/** A tab chosen: tell the server (documents opened before are already open there). */
+/** A tab chosen: tell the server (documents opened before are already open there), and where the cursor is. */
 function focused(editor: vscode.TextEditor | undefined): void {
   if (!editor || !client?.isRunning()) {
     return;
   }
-  const uri = client.code2ProtocolConverter.asUri(editor.document.uri);
-  void client.sendNotification(FOCUS_METHOD, { textDocument: { uri } });
+  const converter = client.code2ProtocolConverter;
+  const uri = converter.asUri(editor.document.uri);
+  const position = converter.asPosition(editor.selection.active);
+  void client.sendNotification(FOCUS_METHOD, { textDocument: { uri }, position });
+}
+
+/** The document's version at its last selection change (an edit in between: typing). */
+const seenVersions = new WeakMap<vscode.TextDocument, number>();
+let cursorTimer: NodeJS.Timeout | undefined;
+/** How long the cursor rests before the server is told (arrow keys held: once). */
+const CURSOR_REST_MS = 250;
+
+/**
+ * The cursor put somewhere by a click, a key or a command, not by typing (didChange tells
+ * the server where an edit is): once it rests, tell the server, as for a tab chosen.
+ */
+function cursorMoved(event: vscode.TextEditorSelectionChangeEvent): void {
+  const document = event.textEditor.document;
+  const before = seenVersions.get(document);
+  seenVersions.set(document, document.version);
+  if ((before !== undefined && before !== document.version) || event.kind === undefined) {
+    return; // (an edit moved it)
+  }
+  clearTimeout(cursorTimer);
+  cursorTimer = setTimeout(() => {
+    if (vscode.window.activeTextEditor === event.textEditor) {
+      focused(event.textEditor);
+    }
+  }, CURSOR_REST_MS);
 }
 
 export async function deactivate(): Promise<void> {
   stopPolling();
+  clearTimeout(cursorTimer);
   await client?.stop();
   client = undefined;
 }

@@ -321,9 +321,15 @@ class LocalStage:
     def prewarm(self, request: CompletionRequest, cancel: CancelToken) -> int:
         """Evaluate the prompt for the place edited, so that a request there (or after more
         typing on the line) finds it in the KV cache. Returns the tokens evaluated; a cancel
-        stops it between chunks, keeping what was done."""
+        stops it between chunks, keeping what was done. A Python document's analysis turns to
+        the place too, and its first table is waited for as the idle work waits (both cores are
+        the model's once this begins: Jedi's process runs at the lowest priority)."""
         if not self.settings.cache:
             return 0
+        analyses = self.stores.analyses
+        if self.settings.guide and analyses.enabled and analyses.watches(request.document_id):
+            analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
+            analyses.yield_to_first(lambda: cancel.cancelled)
         prompt = self.prompt(request, idle=True)
         if not prompt.tokens:
             return 0

@@ -218,17 +218,25 @@ function M.setup(opts)
   create_commands()
   local group = vim.api.nvim_create_augroup('spec_lsp', { clear = true })
   -- a buffer entered: the server evaluates its context while you read (specLsp/didFocus);
-  -- and a buffer opened (BufEnter came before the client attached): once its didOpen is sent
+  -- and a buffer opened (BufEnter came before the client attached): once its didOpen is sent.
+  -- With the cursor, also where it stopped in normal mode (CursorHold): the server evaluates
+  -- the prompt there, so the ask after the first key finds it begun.
   local function tell_focus(args)
     local get = vim.lsp.get_clients or vim.lsp.get_active_clients
     local client = get({ name = config.name, bufnr = args.buf })[1] -- (attached to it)
     if client and args.buf == vim.api.nvim_get_current_buf() then
+      local win = vim.api.nvim_get_current_win()
+      local at = vim.lsp.util.make_position_params(win, client.offset_encoding or 'utf-16')
       client_call(client, 'notify', 'specLsp/didFocus', {
         textDocument = { uri = vim.uri_from_bufnr(args.buf) },
+        position = at.position,
       })
     end
   end
-  vim.api.nvim_create_autocmd({ 'BufEnter', 'LspAttach' }, { group = group, callback = tell_focus })
+  vim.api.nvim_create_autocmd(
+    { 'BufEnter', 'LspAttach', 'CursorHold' },
+    { group = group, callback = tell_focus }
+  )
   if config.native then
     vim.lsp.inline_completion.enable(true)
     map_native(config.keymaps)
