@@ -45,8 +45,11 @@ def told_position(value: Any) -> lsp.Position | None:
     `character`, or its mapping), or None where it is not one."""
     get = value.get if isinstance(value, dict) else lambda name: getattr(value, name, None)
     line, character = get("line"), get("character")
-    valid = all(type(n) is int and 0 <= n < 2**31 for n in (line, character))
-    return lsp.Position(line=line, character=character) if valid else None
+    if isinstance(line, bool) or isinstance(character, bool):
+        return None
+    if isinstance(line, int) and isinstance(character, int) and 0 <= min(line, character):
+        return lsp.Position(line=line, character=min(character, 2**31 - 1))
+    return None
 
 
 def offset_at(document: TextDocument, position: lsp.Position) -> int:

@@ -149,9 +149,9 @@ def document_focused(ls: SpecLanguageServer, params: Any) -> None:
     if position is None or ls.focused != uri or ls.told != uri:  # (not a move within it)
         ls.focus(uri, told=True)
     document = ls.document_for(uri) if position is not None else None
-    if document is not None and ls.focused == uri:
-        position = convert.clamp(document, position)
-        ls.scheduler.prewarm(convert.to_request(document, position, ls.settings))
+    if position is not None and document is not None and ls.focused == uri:
+        at = convert.clamp(document, position)
+        ls.scheduler.prewarm(convert.to_request(document, at, ls.settings))
 
 
 async def document_closed(ls: SpecLanguageServer, params: lsp.DidCloseTextDocumentParams) -> None:
