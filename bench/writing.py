@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.common import LESS_KNOWN, ROOT
+from bench.common import LESS_KNOWN, ROOT, write_results
 from bench.soak_args import named_settings, server_command
 from bench.soak_client import Client, Ledger, Request, clock, items_of
 from bench.soak_report import process_tree, tail
@@ -696,8 +696,13 @@ def main(argv: list[str] | None = None) -> int:
     data = asyncio.run(run(args, bodies))
     print(report(data))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(finite(data), indent=1, default=str) + "\n")
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plain = json.loads(json.dumps(finite(data), default=str))
+        if path.name.endswith(".gz"):  # (as the other benches save theirs)
+            write_results(path, plain)
+        else:
+            path.write_text(json.dumps(plain, indent=1) + "\n")
         print(f"results written to {args.json}")
     return 1 if data["errors"] else 0
 
