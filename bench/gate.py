@@ -469,7 +469,7 @@ def report(data: dict[str, Any], refit: bool) -> tuple[str, GateModel]:
     names, selection = select(fit_rows, choose_rows)
     model = fit(fit_rows, names)
     threshold = chosen(curve(choose_rows, model))
-    default = Settings().gate_threshold
+    default = confidence.DEFAULT_THRESHOLD
     judged = curve(judge_rows, model)
     point = at(judged, threshold)
     figures = {

@@ -126,11 +126,11 @@ class Settings(BaseModel):
         le=60000,
         description="Answer once the first line is complete, or after this long decoding with what is ready (a partial line up to its last whole word; a suggestion asked for explicitly waits for its whole first line); the rest of a multi-line suggestion goes on in the background into the cache. 0: answer with the whole suggestion only.",
     )
-    gate_threshold: float = Field(
-        0.25,  # (bench/results/gate.md: on the judge set 98% of the right shown, 60% wrong hidden)
+    gate_threshold: float | None = Field(
+        None,  # (unset: the weights' own, confidence.GateModel.default_threshold)
         ge=0.0,
         le=1.0,
-        description="Show a suggestion the editor asked for as you type only if its confidence (the chance its first line is right, from the model's token probabilities) is at least this, else nothing; one you ask for is always shown. 0: show everything.",
+        description="Show a suggestion the editor asked for as you type only if its confidence (the chance its first line is right, from the model's token probabilities) is at least this, else nothing; one you ask for is always shown. 0: show everything. Empty: the threshold chosen for the model's weights by the ratio of completed code (Qwen2.5-Coder-1.5B: 0.4), else 0.25.",
     )
     guide: bool = Field(
         True,

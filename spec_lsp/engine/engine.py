@@ -25,7 +25,7 @@ from typing import Any
 from spec_lsp.config import Settings
 from spec_lsp.engine.answer import Answer, begin
 from spec_lsp.engine.context.provider import ContextProvider
-from spec_lsp.engine.finishing import gate_weights
+from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.finishing.confidence import GateModel
 from spec_lsp.engine.finishing.postprocess import Shaping
 from spec_lsp.engine.local.stage import LocalStage
@@ -86,8 +86,8 @@ class Engine:
 
     @property
     def gate_threshold(self) -> float:
-        """The threshold in force: the setting's, or 0 where the model has no weights."""
-        return self.settings.gate_threshold if self.stage.gate is not None else 0.0
+        """The threshold in force: the setting's, or the weights' own; 0 with no weights."""
+        return confidence.threshold_in_force(self.settings.gate_threshold, self.stage.gate)
 
     def load(self, progress: Progress | None = None) -> None:
         """Load (or reload) the models named by the settings. Raises EngineError with the fix."""

@@ -13,6 +13,7 @@ from spec_lsp import models
 from spec_lsp.config import Settings
 from spec_lsp.engine import CancelToken, CompletionRequest, build_engine
 from spec_lsp.engine.finishing import confidence, gate_weights
+from spec_lsp.engine.finishing.confidence import GateModel
 from spec_lsp.engine.local import pace
 
 FAKE = "<fake-corpus>"
@@ -78,5 +79,26 @@ def test_an_engine_on_a_model_without_weights_shows_everything_and_says_so():
             "weights": "x",
             "fitted_on": confidence.SHIPPED.fitted_on,
         }
+    finally:
+        engine.close()
+
+
+def test_with_no_threshold_set_the_weights_own_is_in_force():
+    """gateThreshold unset: the shipped 1.5B's weights bring the threshold chosen for them on
+    the writing bench, others (the 0.5B's, weights fitted here) the general default; a set
+    threshold wins, and no weights mean no gate."""
+    small = confidence.SHIPPED_SMALL
+    assert confidence.threshold_in_force(None, confidence.SHIPPED) == 0.4
+    assert confidence.threshold_in_force(None, small) == confidence.DEFAULT_THRESHOLD == 0.25
+    assert confidence.threshold_in_force(0.1, confidence.SHIPPED) == 0.1
+    assert confidence.threshold_in_force(0.0, confidence.SHIPPED) == 0.0
+    assert confidence.threshold_in_force(None, None) == 0.0
+    fitted = GateModel.from_json(json.loads(json.dumps(replace(small, source="x").to_json())))
+    assert fitted.default_threshold == 0.25
+    gate_weights.save(gate_weights.model_key(FAKE), confidence.SHIPPED)
+    engine = build_engine(Settings(drafter="ngram"), backend="fake")
+    engine.load()
+    try:
+        assert engine.gate_threshold == 0.4 and engine.stats()["gate"]["threshold"] == 0.4
     finally:
         engine.close()

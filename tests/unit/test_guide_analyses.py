@@ -354,3 +354,13 @@ def test_the_idle_work_waits_past_a_first_partial_table(tmp_path, monkeypatch):
     analyses, uri, _table = opened_slowly(tmp_path, monkeypatch)
     analyses.yield_to_first(lambda: False, budget=60.0)
     assert analyses.current(uri)
+
+
+def test_a_prewarm_at_a_place_waits_only_for_the_receivers_near_it(tmp_path, monkeypatch):
+    # (the cursor told: the analysis turns there, and the model's work waits for that much)
+    analyses, uri, _table = opened_slowly(tmp_path, monkeypatch)
+    analyses.asked_at(uri, 41)  # (v20: far from the end, where the analysis began)
+    waited = analyses.yield_to_first(lambda: False, budget=60.0, place=(uri, 41))
+    table = analyses.table(uri)
+    assert table is not None and table.lookup((), "v20") is not None
+    assert not analyses.current(uri) and waited < 5  # (the rest of the file comes after)

@@ -337,14 +337,20 @@ class Analyses:
                 self._lock.notify_all()
             return time.monotonic() - started
 
-    def yield_to_first(self, cancelled: Callable[[], bool], budget: float = YIELD_S) -> float:
+    def yield_to_first(
+        self,
+        cancelled: Callable[[], bool],
+        budget: float = YIELD_S,
+        place: tuple[str, int] | None = None,
+    ) -> float:
         """(The engine's idle work, before its step:) wait while an open Python document has no
         whole table yet (none, or the receivers nearest one place so far: where the person will
         ask is not known before they do) and its analysis is queued or running, at most
         `budget` seconds a document in all, or until `cancelled` (a request, an edit). Jedi's
         process runs at the lowest priority, and llama.cpp's threads evaluating the file prefix
         while the person read left it nothing: two asks in five after 5 s of reading found no
-        table. The seconds waited."""
+        table. With a `place` (document, line) known (a prewarm there), only that document's
+        receivers near the line are waited for. The seconds waited."""
         started = time.monotonic()
         with self._lock:
             while self.enabled and not self._closed and not cancelled():
@@ -352,7 +358,11 @@ class Analyses:
                     held
                     for document, held in self._documents.items()
                     if held.python
-                    and (held.table is None or held.table.partial)
+                    and (
+                        (held.table is None or held.table.partial)
+                        if place is None
+                        else document == place[0] and not self._ready_for(*place)
+                    )
                     and held.yielded < budget
                     and self._coming(document)
                 ]

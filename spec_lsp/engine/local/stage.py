@@ -24,7 +24,7 @@ from spec_lsp.engine.answer import Answer
 from spec_lsp.engine.backends import threads as cpu_threads
 from spec_lsp.engine.backends.base import SHIFT_MIN_TOKENS, Snapshot, common_prefix_len, sync
 from spec_lsp.engine.decode.speculative import DecodeJob, generate
-from spec_lsp.engine.finishing import gate_weights
+from spec_lsp.engine.finishing import confidence, gate_weights
 from spec_lsp.engine.guide.monitor import Monitor
 from spec_lsp.engine.guide.vocabulary import NameTokens
 from spec_lsp.engine.local import pace
@@ -254,7 +254,7 @@ class LocalStage:
             on_round=lambda out: answer.progress(read(out)),
             first_allowed=prompt.first_allowed,
             # (the gate off, or no weights for this model: no cost at all)
-            logprobs=self.settings.gate_threshold > 0 and self.gate is not None,
+            logprobs=confidence.threshold_in_force(self.settings.gate_threshold, self.gate) > 0,
             guide=self._guide(request, prompt, answer.stats),
             suffix=after_cursor(prompt.tokens, self.loaded.target.info.special),
         )
@@ -322,21 +322,31 @@ class LocalStage:
         """Evaluate the prompt for the place edited, so that a request there (or after more
         typing on the line) finds it in the KV cache. Returns the tokens evaluated; a cancel
         stops it between chunks, keeping what was done. A Python document's analysis turns to
-        the place too, and its first table is waited for as the idle work waits (both cores are
-        the model's once this begins: Jedi's process runs at the lowest priority)."""
+        the place too, and the receivers near it are waited for as the idle work waits for a
+        first table (both cores are the model's once this begins: Jedi's process runs at the
+        lowest priority); the rest of the table comes after."""
         if not self.settings.cache:
             return 0
-        analyses = self.stores.analyses
+        analyses, line, waited = self.stores.analyses, request.prefix.count("\n") + 1, 0.0
         if self.settings.guide and analyses.enabled and analyses.watches(request.document_id):
-            analyses.asked_at(request.document_id, request.prefix.count("\n") + 1)
-            analyses.yield_to_first(lambda: cancel.cancelled)
+            analyses.asked_at(request.document_id, line)
+            place = (request.document_id, line)  # (its receivers: the rest comes after)
+            waited = analyses.yield_to_first(lambda: cancel.cancelled, place=place)
         prompt = self.prompt(request, idle=True)
         if not prompt.tokens:
             return 0
         self.prepare_caches(request.document_id, prompt)
         self.file_prefix.follow(request, prompt, self.prompts, self.settings)
-        target = self.loaded.target
-        _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
+        target, started = self.loaded.target, time.monotonic()
+        try:
+            _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
+        finally:  # (cut by a request or an edit: what it evaluated is kept, the rest is theirs)
+            held = common_prefix_len(target.tokens, prompt.tokens)
+            log.debug(
+                "prewarm at line %d: %.2f s waited for the guide's first table, then %d of %d "
+                "tokens in the KV after %.2f s",
+                *(line, waited, held, len(prompt.tokens), time.monotonic() - started),
+            )
         self.totals.count_prewarm(evaluated)
         return evaluated
 

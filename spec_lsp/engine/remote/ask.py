@@ -85,7 +85,7 @@ def _ask(
 
         job = _job(remote, prompt, request.max_tokens, request.sampling, should_stop, progress)
         # the confidence gate's token probabilities, as in process: asked only with it on
-        job = replace(job, logprobs=logprobs and settings.gate_threshold > 0)
+        job = replace(job, logprobs=logprobs and settings.gate_threshold != 0)
         try:
             with remote.tokens.asking():
                 return prompt, stream_decode(
