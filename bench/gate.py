@@ -469,7 +469,8 @@ def report(data: dict[str, Any], refit: bool) -> tuple[str, GateModel]:
     names, selection = select(fit_rows, choose_rows)
     model = fit(fit_rows, names)
     threshold = chosen(curve(choose_rows, model))
-    default = confidence.DEFAULT_THRESHOLD
+    shipped = confidence.SHIPPED_FOR.get(model.fitted_on)  # (the threshold in force by default)
+    default = shipped.default_threshold if shipped else confidence.DEFAULT_THRESHOLD
     judged = curve(judge_rows, model)
     point = at(judged, threshold)
     figures = {

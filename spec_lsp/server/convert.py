@@ -44,12 +44,12 @@ def told_position(value: Any) -> lsp.Position | None:
     """A position a client sent in a notification of ours (an object with `line` and
     `character`, or its mapping), or None where it is not one."""
     get = value.get if isinstance(value, dict) else lambda name: getattr(value, name, None)
-    line, character = get("line"), get("character")
-    if isinstance(line, bool) or isinstance(character, bool):
-        return None
-    if isinstance(line, int) and isinstance(character, int) and 0 <= min(line, character):
-        return lsp.Position(line=line, character=min(character, 2**31 - 1))
-    return None
+    numbers = [
+        n
+        for n in (get("line"), get("character"))
+        if isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**31  # (LSP's uinteger)
+    ]
+    return lsp.Position(line=numbers[0], character=numbers[1]) if len(numbers) == 2 else None
 
 
 def offset_at(document: TextDocument, position: lsp.Position) -> int:

@@ -148,8 +148,8 @@ def document_focused(ls: SpecLanguageServer, params: Any) -> None:
     position = convert.told_position(getattr(params, "position", None))
     if position is None or ls.focused != uri or ls.told != uri:  # (not a move within it)
         ls.focus(uri, told=True)
-    document = ls.document_for(uri) if position is not None else None
-    if position is not None and document is not None and ls.focused == uri:
+    document = ls.document_for(uri) if position is not None and ls.focused == uri else None
+    if position is not None and document is not None:
         at = convert.clamp(document, position)
         ls.scheduler.prewarm(convert.to_request(document, at, ls.settings))
 

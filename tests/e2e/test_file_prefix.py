@@ -140,7 +140,8 @@ async def test_a_cursor_told_with_the_focus_is_evaluated_before_the_first_ask(cl
     within the document; malformed positions are ignored."""
     open_doc(client, TEXT, uri=URI)
     before = await poll(client, lambda s: s.file_prefix.focused == 1 and s.quiet)
-    for position in ("x", {"line": -1, "character": 0}, {"line": 131}, {"line": 1.5}):
+    malformed = ("x", {"line": -1, "character": 0}, {"line": 131}, {"line": 1.5})
+    for position in (*malformed, {"line": 2**40, "character": 0}, {"line": True, "character": 0}):
         client.protocol.notify(
             "specLsp/didFocus", {"textDocument": {"uri": URI}, "position": position}
         )

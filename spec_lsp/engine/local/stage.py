@@ -341,12 +341,13 @@ class LocalStage:
         try:
             _logits, evaluated = sync(target, prompt.tokens, check=cancel.raise_if_cancelled)
         finally:  # (cut by a request or an edit: what it evaluated is kept, the rest is theirs)
-            held = common_prefix_len(target.tokens, prompt.tokens)
-            log.debug(
-                "prewarm at line %d: %.2f s waited for the guide's first table, then %d of %d "
-                "tokens in the KV after %.2f s",
-                *(line, waited, held, len(prompt.tokens), time.monotonic() - started),
-            )
+            if log.isEnabledFor(logging.DEBUG):
+                held = common_prefix_len(target.tokens, prompt.tokens)
+                log.debug(
+                    "prewarm at line %d: %.2f s waited for the guide's table there, then %d of "
+                    "%d tokens in the KV after %.2f s",
+                    *(line, waited, held, len(prompt.tokens), time.monotonic() - started),
+                )
         self.totals.count_prewarm(evaluated)
         return evaluated
 
