@@ -408,16 +408,19 @@ class Writer:
     def answered(self, request: Request, msg: dict[str, Any]) -> None:
         """An answer: shown if it is for the document as it stands (writing_screen)."""
         asked = self.asked.pop(request.id, None)
-        if asked is None or request.outcome != "items":
+        if asked is None or request.outcome not in ("items", "empty"):
             return
         doc, version = asked
         if doc is not self.doc or doc.version != version:
             return
-        item = items_of(msg.get("result"))[0]
+        now = self.now()
+        items = items_of(msg.get("result"))
+        item = items[0] if items else None
         text = shown_text(doc, item) if isinstance(item, dict) else ""
         if not text:
+            if self.pause is not None and self.screen.ghost is None:
+                self.pause.silent(now)
             return
-        now = self.now()
         self.screen.answer(text, now)
         self.command = item.get("command")
         ghost = self.screen.ghost
@@ -438,6 +441,11 @@ def median_s(values: list[float | None]) -> float:
     if not values:
         return math.nan
     return statistics.median_low([math.inf if v is None else v for v in values])
+
+
+def _none_by(seconds: float | None) -> bool:
+    """Nothing by the last mark of a pause (WITHIN's last)."""
+    return seconds is None or seconds > WITHIN[-1]
 
 
 def totals(files: list[Written]) -> dict[str, Any]:
@@ -468,6 +476,14 @@ def totals(files: list[Written]) -> dict[str, Any]:
             )
             for s in WITHIN
         },
+        # by the last mark, the pauses without ghost text: an answer said nothing (the gate,
+        # an empty suggestion), or none had come (the model still at work)
+        "silent_by_last": ratio(
+            sum(_none_by(p.ghost_s) and not _none_by(p.silent_s) for p in pauses), len(pauses)
+        ),
+        "unanswered_by_last": ratio(
+            sum(_none_by(p.ghost_s) and _none_by(p.silent_s) for p in pauses), len(pauses)
+        ),
         "pause_ghost_p50_s": median_s([p.ghost_s for p in pauses]),
         "first_ghost_p50_s": median_s([f.first_ghost_s for f in files]),
         "first_pause_ghost": sum(bool(f.pauses) and f.pauses[0].ghost_s is not None for f in files),
@@ -661,6 +677,9 @@ def report(data: dict[str, Any]) -> str:
         f"non-blank {t['completed_non_blank']:.1%}), {t['keys']} keys pressed",
         "- right ghost text by 0.5 / 1.0 / 1.5 s of a pause: "
         + " / ".join(f"{t['right_within'][f'{s:g}']:.0%}" for s in WITHIN),
+        f"- pauses without ghost text by {WITHIN[-1]:g} s: an answer that said nothing (the "
+        f"gate, an empty suggestion) {t['silent_by_last']:.0%}, none answered yet "
+        f"{t['unanswered_by_last']:.0%}",
         f"- server CPU: {t['cpu_s']:.1f} s ({t['read_cpu_s']:.1f} s of it while reading)",
         f"- server's count: shown {acceptance.get('shown')}, accepted "
         f"{acceptance.get('accepted')}, partial {acceptance.get('partial')}, typed through "

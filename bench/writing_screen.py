@@ -178,6 +178,8 @@ class Pause:
     start: float
     ghost_s: float | None = None  # seconds from the start to ghost text on screen
     right_s: float | None = None  # to a right suggestion on screen
+    # to an answer that showed nothing while the screen had none (the gate, an empty suggestion)
+    silent_s: float | None = None
     accepted: bool = False  # the pause ended with an accept
 
     def seen(self, now: float, right: bool) -> None:
@@ -186,3 +188,8 @@ class Pause:
             self.ghost_s = max(0.0, now - self.start)
         if right and self.right_s is None:
             self.right_s = max(0.0, now - self.start)
+
+    def silent(self, now: float) -> None:
+        """An answer for the text as it stands came with nothing to show, none on screen."""
+        if self.silent_s is None and self.ghost_s is None:
+            self.silent_s = max(0.0, now - self.start)

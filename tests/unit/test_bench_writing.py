@@ -150,3 +150,18 @@ def test_on_the_fake_backend_the_exact_body_is_tab_and_the_wrong_one_typed(
     # the server saw the same: one suggestion accepted (its command run), the other typed
     assert data["server"]["acceptance"]["accepted"] == 1
     assert "| **total** | 59 | 49% (53%) | 1 / 0 | 1 / 1 | 2 |" in data["table"]
+
+
+def test_a_pause_without_ghost_text_says_whether_an_answer_said_nothing_or_none_came() -> None:
+    from bench.writing_screen import Pause
+
+    shown, silent, late, nothing = (Pause(n, 10.0) for n in (1, 2, 3, 4))
+    shown.seen(10.4, right=True)
+    shown.silent(10.6)  # (ghost text on screen: not a silent pause)
+    silent.silent(10.9)
+    late.silent(12.0)  # (past the last mark: as if none came by then)
+    assert (shown.silent_s, silent.silent_s) == (None, pytest.approx(0.9))
+    written = writing.Written("f", 10, 10, pauses=[shown, silent, late, nothing])
+    totals = writing.totals([written])
+    assert totals["silent_by_last"] == 0.25 and totals["unanswered_by_last"] == 0.5
+    assert totals["ghost_within"]["1.5"] == 0.25
