@@ -335,6 +335,16 @@ def prewarmed(engine: Engine, case: Case, tokens: int) -> None:
     engine.prewarm(request_at(case, tokens=tokens, multiline=False), CancelToken())
 
 
+def analysed_again(engine: Engine, case: Case) -> None:
+    """A guided variant after an unguided one: the guide turned off dropped the tables (edits
+    are not followed then), so the file is analysed again before the ask, as `resolved` had it
+    (else a large file's ask goes unguided: its first table takes more than a request waits)."""
+    if engine.settings.guide:
+        analyses, uri = engine.parts.analyses, Path(case.path).as_uri()
+        analyses.asked_at(uri, case.line)
+        analyses.wait(uri, 120)
+
+
 def set_variant(engine: Engine, name: str) -> None:
     if name.startswith(BIASED):
         guide, bias = True, float(name[len(BIASED) :])
@@ -459,6 +469,7 @@ def run_case(
             row[variant]["known"] = again is not None and case.expected in again[0]
         elif variant in VARIANTS or variant.startswith((*DEMOTIONS, BIASED)):
             set_variant(engine, variant)
+            analysed_again(engine, case)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
             row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)

@@ -209,3 +209,33 @@ def test_names_read_reports_the_first_tables_before_the_ask() -> None:
     assert (
         "first table before the ask: 2 of 3 cases, from the open p50 0.80 s, at most 1.20 s" in out
     )
+
+
+def test_a_guided_variant_after_the_unguided_one_asks_with_the_files_table(tmp_path: Path) -> None:
+    """The guide turned off drops the tables; the variant after it has the file analysed again
+    before its ask, so that its answer is guided whatever the file's size (a large file's first
+    table takes longer than a request waits for one: the ask went unguided)."""
+    from bench.names import analysed_again, ask
+    from spec_lsp.config import Settings
+    from spec_lsp.engine import build_engine
+
+    body = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(400))
+    cut = f"class C:\n{body}    def run(self):\n        return self."
+    (tmp_path / "big.py").write_text(cut + "m1()\n")
+    row = Case(str(tmp_path / "big.py"), cut.count("\n") + 1, "self", "m1", cut, cut + "m1()\n")
+    engine = build_engine(Settings(precompute=False, file_prefix_tokens=0), backend="fake")
+    engine.load()
+    try:
+        uri = Path(row.path).as_uri()
+        engine.document_changed(uri, row.document)
+        assert engine.parts.analyses.wait(uri, 60)
+        for variant, then in (("off", False), ("on", True)):
+            set_variant(engine, variant)
+            if then:
+                assert engine.parts.analyses.table(uri) is None  # (dropped by `off`)
+                analysed_again(engine, row)
+            got = ask(engine, row, tokens=4, multiline=False)
+            assert got.stats.guide_unprepared == 0
+        assert got.stats.guide_masked > 0
+    finally:
+        engine.close()
