@@ -415,8 +415,8 @@ class Writer:
             return
         now = self.now()
         items = items_of(msg.get("result"))
-        item = items[0] if items else None
-        text = shown_text(doc, item) if isinstance(item, dict) else ""
+        item: dict[str, Any] = items[0] if items and isinstance(items[0], dict) else {}
+        text = shown_text(doc, item) if item else ""
         if not text:
             if self.pause is not None and self.screen.ghost is None:
                 self.pause.silent(now)
