@@ -403,3 +403,24 @@ def test_the_engine_shut_down_stops_its_analysis_and_a_run_cut_short_says_nothin
     thread.join(timeout=30)
     assert not thread.is_alive()  # (without shutdown: waits for work forever)
     assert "failed" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("text", "continues"),
+    [
+        ("x = f(\n    [\n", True),  # (a list in a call, its pairs on the lines below)
+        ("d = {\n    'a': '}',\n", True),  # (the string's brace is not the dict's)
+        ("x = f(  # (\n", True),
+        ("(\n", False),  # (a bracket opening its line: maybe a tuple target's)
+        ("    (\n        self.a,\n", False),
+        ("x = f(a)\n", False),
+        ("s = '''(\n'''\n", False),
+        ("s = '('\n", False),
+        ("# f(\nx = 1\n", False),
+        ("x = '''\n(", False),  # (inside a string left open)
+    ],
+)
+def test_a_line_inside_brackets_opened_after_code_continues_a_statement(
+    text: str, continues: bool
+) -> None:
+    assert trigger.continues_statement(text) is continues

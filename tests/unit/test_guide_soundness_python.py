@@ -268,6 +268,27 @@ CASES = [
         "end",
     ),
     Case(
+        "new_attribute_in_a_tuple_target_over_lines",
+        """
+        class Span:
+            def __init__(self, pair):
+                self.text = pair
+                (
+                    self.start,
+                    self.""",
+        "end",
+    ),
+    Case(
+        "new_attribute_in_a_list_target_after_a_comment_with_a_bracket",
+        """
+        class Span:
+            def __init__(self, pair):
+                self.text = pair  # a pair (start, end
+                [self.start,
+                 self.""",
+        "end",
+    ),
+    Case(
         "setattr_on_the_class_in_a_loop",
         """
         class Flags:
@@ -1278,6 +1299,19 @@ CASES = [
 
 # where the set is complete and simple: a name that does not exist is removed
 MASKED = [
+    Case(
+        "a_member_in_a_call_s_list_over_lines_in_init",
+        """
+        class Converter:
+            def __init__(self, registry):
+                self.registry = registry
+                self.registry.register(
+                    [
+                        (str, self._as_text),
+                        (bytes, self.""",
+        "_as_text",
+        {},
+    ),
     Case(
         "slotted_class_whose_setattr_names_only_slots",
         """

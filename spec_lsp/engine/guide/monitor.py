@@ -48,6 +48,8 @@ class Monitor:
     rows: dict[int, Row] = field(default_factory=dict)  # position in the generation -> Row
     seconds: float = 0.0  # spent here (reading the text, masking)
     _masks: OrderedDict[tuple[int, str, str, str], np.ndarray] = field(default_factory=OrderedDict)
+    # the generated lines before the one being written -> whether it continues a statement
+    _continues: dict[str, bool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         cut = self.text.rfind("\n") + 1
@@ -116,7 +118,9 @@ class Monitor:
         cut = generated.rfind("\n")
         line = self._line + generated if cut < 0 else generated[cut + 1 :]
         point = trigger.find(line, self.syntax)
-        if point is not None and not (point.statement_start and self._defining(point)):
+        if point is not None and not (
+            point.statement_start and self._defining(point) and not self._continued(generated)
+        ):
             members = self.table.lookup(self.scope, key_of(point.kind, point.receiver))
             if members is not None or point.sep != ".":
                 return members, point
@@ -130,6 +134,18 @@ class Monitor:
         return (
             point.receiver in ("self", "cls") and bool(self.scope) and (self.scope[-1] in DEFINING)
         )
+
+    def _continued(self, generated: str) -> bool:
+        """The line being written continues a statement inside brackets (a list of pairs in a
+        call, `(str, self.`): what opens the line there is no attribute's target (Python)."""
+        if self.syntax != "python":
+            return False
+        lines = generated[: generated.rfind("\n") + 1]  # (those before the one being written)
+        found = self._continues.get(lines)
+        if found is None:  # (once a line: the decode loop asks at every token)
+            before = self.text[: len(self.text) - len(self._line)] if not lines else self.text
+            found = self._continues[lines] = trigger.continues_statement(before + lines)
+        return found
 
     def _keep(self, members: Members, point: trigger.Trigger) -> np.ndarray:
         key = (id(members), point.receiver, point.written, point.sep)

@@ -153,6 +153,37 @@ def _after_def(line: str, at: int) -> bool:
     )
 
 
+# what a Python text is read past to count its brackets: strings (triple-quoted ones across
+# lines, maybe left open at the end), comments, and the brackets themselves
+_SCANNED = re.compile(
+    r"'''(?:\\.|[^\\])*?(?:'''|\Z)"
+    r'|"""(?:\\.|[^\\])*?(?:"""|\Z)'
+    r"|'(?:\\.|[^'\\\n])*(?:'|$)"
+    r'|"(?:\\.|[^"\\\n])*(?:"|$)'
+    r"|#[^\n]*"
+    r"|[()\[\]{}]",
+    re.M | re.S,
+)
+
+
+def continues_statement(text: str) -> bool:
+    """Whether a line after Python `text` continues a statement begun above it, inside a bracket
+    opened after something on that statement's line (`register(` then `[`, then `(str, self.`):
+    not where a statement (or an assignment's target) starts. A bracket opening its line, as a
+    tuple target may (`(` then `self.a,` then `self.`), is not counted."""
+    opened: list[int] = []
+    for found in _SCANNED.finditer(text):
+        c = found.group()
+        if c in "([{":
+            opened.append(found.start())
+        elif c in ")]}" and opened:
+            opened.pop()
+    if not opened:
+        return False
+    first = opened[0]
+    return bool(text[text.rfind("\n", 0, first) + 1 : first].strip())
+
+
 def _open_string_or_comment(line: str) -> bool:
     """Whether the end of `line` is inside a string or a comment begun on it."""
     if "#" not in line and "'" not in line and '"' not in line:
