@@ -7,6 +7,10 @@ the tokens that begin, continue or end one of its members (vocabulary.py). A com
 a hard mask; an incomplete one lowers the others' logits by `bias` (0: left alone).
 
 Where one valid name is left by what is written, its remaining tokens are the symbol draft.
+`self.` opening a statement (or a tuple target opening one) where attributes are made
+(`__init__`, DEFINING) is left open: it may be a new attribute's target. A line inside
+brackets opened after code on the statement's line (`register(` then `[` then `(str, self.`)
+continues the statement and is masked as any other place (trigger.continues_statement).
 """
 
 from __future__ import annotations
