@@ -335,14 +335,14 @@ def prewarmed(engine: Engine, case: Case, tokens: int) -> None:
     engine.prewarm(request_at(case, tokens=tokens, multiline=False), CancelToken())
 
 
-def analysed_again(engine: Engine, case: Case) -> None:
-    """A guided variant after an unguided one: the guide turned off dropped the tables (edits
-    are not followed then), so the file is analysed again before the ask, as `resolved` had it
-    (else a large file's ask goes unguided: its first table takes more than a request waits)."""
-    if engine.settings.guide:
-        analyses, uri = engine.parts.analyses, Path(case.path).as_uri()
-        analyses.asked_at(uri, case.line)
-        analyses.wait(uri, 120)
+def analysed(engine: Engine, case: Case) -> bool:
+    """The case's file analysed (where the person writes first) before its ask: whether it was.
+    Also for a guided variant after an unguided one: turning the guide off dropped the tables
+    (edits are not followed then), and a large file's first table takes longer than a request
+    waits for one (its ask went unguided)."""
+    analyses, uri = engine.parts.analyses, Path(case.path).as_uri()
+    analyses.asked_at(uri, case.line)
+    return analyses.wait(uri, 120)
 
 
 def set_variant(engine: Engine, name: str) -> None:
@@ -414,12 +414,10 @@ def resolved(engine: Engine, case: Case) -> tuple[frozenset[str], bool, float] |
     and the analysis's seconds; None where it does not resolve."""
     set_variant(engine, "on")
     uri = Path(case.path).as_uri()
-    analyses = engine.parts.analyses
     engine.document_changed(uri, case.document)
-    analyses.asked_at(uri, case.line)  # (where the person writes: analysed first; once open)
-    if not analyses.wait(uri, 120):
+    if not analysed(engine, case):
         return None
-    table = analyses.table(uri)
+    table = engine.parts.analyses.table(uri)
     members = table.lookup(table.scope_at(case.cut), receiver_key(case)) if table else None
     if members is None or table is None:
         return None
@@ -469,7 +467,8 @@ def run_case(
             row[variant]["known"] = again is not None and case.expected in again[0]
         elif variant in VARIANTS or variant.startswith((*DEMOTIONS, BIASED)):
             set_variant(engine, variant)
-            analysed_again(engine, case)
+            if engine.settings.guide:
+                analysed(engine, case)
             got = ask(engine, case, tokens=tokens, multiline=False)
             row[variant] = outcome(case, got.text, names)
             row[variant].update(masked=got.stats.guide_masked, changed=got.stats.guide_changed)

@@ -215,7 +215,7 @@ def test_a_guided_variant_after_the_unguided_one_asks_with_the_files_table(tmp_p
     """The guide turned off drops the tables; the variant after it has the file analysed again
     before its ask, so that its answer is guided whatever the file's size (a large file's first
     table takes longer than a request waits for one: the ask went unguided)."""
-    from bench.names import analysed_again, ask
+    from bench.names import analysed, ask
     from spec_lsp.config import Settings
     from spec_lsp.engine import build_engine
 
@@ -233,7 +233,7 @@ def test_a_guided_variant_after_the_unguided_one_asks_with_the_files_table(tmp_p
             set_variant(engine, variant)
             if then:
                 assert engine.parts.analyses.table(uri) is None  # (dropped by `off`)
-                analysed_again(engine, row)
+                assert analysed(engine, row)
             got = ask(engine, row, tokens=4, multiline=False)
             assert got.stats.guide_unprepared == 0
         assert got.stats.guide_masked > 0

@@ -424,3 +424,6 @@ def test_a_line_inside_brackets_opened_after_code_continues_a_statement(
     text: str, continues: bool
 ) -> None:
     assert trigger.continues_statement(text) is continues
+    for cut in [i + 1 for i, c in enumerate(text) if c == "\n"]:  # (read on from a line's start,
+        above = trigger.open_brackets(text[:cut])  # as the monitor reads the generated lines)
+        assert trigger.continues_statement(text[cut:], above) is continues

@@ -54,6 +54,7 @@ class Monitor:
     _masks: OrderedDict[tuple[int, str, str, str], np.ndarray] = field(default_factory=OrderedDict)
     # the generated lines before the one being written -> whether it continues a statement
     _continues: dict[str, bool] = field(default_factory=dict)
+    _above: trigger.Brackets | None = None  # (open at the start of the prompt's last line)
 
     def __post_init__(self) -> None:
         cut = self.text.rfind("\n") + 1
@@ -147,8 +148,10 @@ class Monitor:
         lines = generated[: generated.rfind("\n") + 1]  # (those before the one being written)
         found = self._continues.get(lines)
         if found is None:  # (once a line: the decode loop asks at every token)
-            before = self.text[: len(self.text) - len(self._line)] if not lines else self.text
-            found = self._continues[lines] = trigger.continues_statement(before + lines)
+            if self._above is None:  # (the prompt's text above its last line: read once)
+                self._above = trigger.open_brackets(self.text[: len(self.text) - len(self._line)])
+            found = trigger.continues_statement(self._line + lines, self._above)
+            self._continues[lines] = found
         return found
 
     def _keep(self, members: Members, point: trigger.Trigger) -> np.ndarray:
@@ -180,10 +183,9 @@ class Monitor:
 # what may open a span of lines, and what closes it; a line's strings and comments are read past
 # whole so that a quote or `/*` inside one opens nothing (`x = '"""'`, `"src/**/*.js"`)
 _CLOSERS = {'"""': '"""', "'''": "'''", "/*": "*/", "`": "`"}
-_LINE_STRINGS = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
 _SPANS = {
-    "python": re.compile(rf'#[^\n]*|"""|\'\'\'|{_LINE_STRINGS}', re.S),
-    "braces": re.compile(rf"//[^\n]*|/\*|`|{_LINE_STRINGS}", re.S),
+    "python": re.compile(rf'#[^\n]*|"""|\'\'\'|{trigger.LINE_STRINGS}', re.S),
+    "braces": re.compile(rf"//[^\n]*|/\*|`|{trigger.LINE_STRINGS}", re.S),
 }
 
 

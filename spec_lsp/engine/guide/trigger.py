@@ -153,35 +153,50 @@ def _after_def(line: str, at: int) -> bool:
     )
 
 
+# a string that opens and closes on its line (what the lexers here read past whole)
+LINE_STRINGS = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
 # what a Python text is read past to count its brackets: strings (triple-quoted ones across
-# lines, maybe left open at the end), comments, and the brackets themselves
+# lines, maybe left open at the end; one left open on its line ends there), comments, and the
+# brackets themselves
 _SCANNED = re.compile(
     r"'''(?:\\.|[^\\])*?(?:'''|\Z)"
     r'|"""(?:\\.|[^\\])*?(?:"""|\Z)'
-    r"|'(?:\\.|[^'\\\n])*(?:'|$)"
-    r'|"(?:\\.|[^"\\\n])*(?:"|$)'
+    rf"|{LINE_STRINGS}"
+    r"|['\"][^\n]*"
     r"|#[^\n]*"
     r"|[()\[\]{}]",
-    re.M | re.S,
+    re.S,
 )
+# the brackets a text leaves open: how many, and whether the outermost was opened after code on
+# its line (a call's `(`, an assignment's `[`) rather than opening it (maybe a tuple target)
+Brackets = tuple[int, bool]
+NONE_OPEN: Brackets = (0, False)
 
 
-def continues_statement(text: str) -> bool:
+def open_brackets(text: str, above: Brackets = NONE_OPEN) -> Brackets:
+    """The brackets left open at the end of Python `text` (which starts at a line's start),
+    `above` being those open before it; strings and comments are read past (a string left open
+    at the end is not carried on: the monitor reads nothing inside one, `open_span`)."""
+    depth, after_code = above
+    for found in _SCANNED.finditer(text):
+        c = found.group()
+        if c in "([{":
+            if depth == 0:
+                start = found.start()
+                after_code = bool(text[text.rfind("\n", 0, start) + 1 : start].strip())
+            depth += 1
+        elif c in ")]}" and depth:
+            depth -= 1
+    return depth, after_code
+
+
+def continues_statement(text: str, above: Brackets = NONE_OPEN) -> bool:
     """Whether a line after Python `text` continues a statement begun above it, inside a bracket
     opened after something on that statement's line (`register(` then `[`, then `(str, self.`):
     not where a statement (or an assignment's target) starts. A bracket opening its line, as a
     tuple target may (`(` then `self.a,` then `self.`), is not counted."""
-    opened: list[int] = []
-    for found in _SCANNED.finditer(text):
-        c = found.group()
-        if c in "([{":
-            opened.append(found.start())
-        elif c in ")]}" and opened:
-            opened.pop()
-    if not opened:
-        return False
-    first = opened[0]
-    return bool(text[text.rfind("\n", 0, first) + 1 : first].strip())
+    depth, after_code = open_brackets(text, above)
+    return depth > 0 and after_code
 
 
 def _open_string_or_comment(line: str) -> bool:
